@@ -1,0 +1,112 @@
+"""The gateway's check of provider answers, and their canonical form (SPEC §3).
+
+Adapters translate wire dialects; this module decides whether what they produced is an
+answer at all. Anything it rejects becomes `malformed_response` for that rung. It also
+computes the canonical confidence (max probability) and applies the threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .errors import MalformedAnswer
+from .model import JudgeRequest
+
+SUM_TOLERANCE = 0.01
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise MalformedAnswer(f"{where}: expected a finite number, got {value!r}")
+    return float(value)
+
+
+def _distribution(raw: Any, labels: list[str], where: str) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        raise MalformedAnswer(f"{where}.probabilities: missing or not an object")
+    keys = [str(k) for k in raw]
+    if sorted(keys) != sorted(labels):
+        missing = [label for label in labels if label not in keys]
+        extra = [k for k in keys if k not in labels]
+        raise MalformedAnswer(
+            f"{where}.probabilities: keys must be exactly the labels"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; unknown {extra}" if extra else "")
+        )
+    probs = {str(k): _number(v, f"{where}.probabilities.{k}") for k, v in raw.items()}
+    if any(p < 0 for p in probs.values()):
+        raise MalformedAnswer(f"{where}.probabilities: negative probability")
+    total = sum(probs.values())
+    if abs(total - 1.0) > SUM_TOLERANCE:
+        raise MalformedAnswer(f"{where}.probabilities: sum to {total:.4f}, expected 1 ± {SUM_TOLERANCE}")
+    return {label: probs[label] / total for label in labels}  # caller's label order
+
+
+def _canonical(question: Any, raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise MalformedAnswer(f"{where}: answer is not an object")
+    if raw.get("type") != question.type:
+        raise MalformedAnswer(f"{where}: answer type {raw.get('type')!r}, question type {question.type!r}")
+    out: dict[str, Any] = {"type": question.type}
+    if question.type == "noul":
+        p_true = _number(raw.get("p_true"), f"{where}.p_true")
+        if not 0.0 <= p_true <= 1.0:
+            raise MalformedAnswer(f"{where}.p_true: {p_true} is outside [0, 1]")
+        out["p_true"] = p_true
+        probs = {"true": p_true, "false": 1.0 - p_true}
+    elif question.type == "choice":
+        labels = question.labels
+        probs = _distribution(raw.get("probabilities"), labels, where)
+        choice = raw.get("choice")
+        if choice not in labels:
+            raise MalformedAnswer(f"{where}.choice: {choice!r} is not one of the labels")
+        if probs[choice] < max(probs.values()) - 1e-9:
+            raise MalformedAnswer(f"{where}.choice: {choice!r} is not the most probable label")
+        out["choice"] = choice
+    else:
+        probs = _distribution(raw.get("probabilities"), question.labels, where)
+        out["score"] = sum(int(k) * p for k, p in probs.items())
+        out["level"] = int(max(probs, key=probs.__getitem__))
+    out["probabilities"] = probs
+    if raw.get("engine_confidence") is not None:
+        conf = _number(raw["engine_confidence"], f"{where}.engine_confidence")
+        if not 0.0 <= conf <= 1.0:
+            raise MalformedAnswer(f"{where}.engine_confidence: {conf} is outside [0, 1]")
+        out["engine_confidence"] = conf
+    out["engine_abstained"] = bool(raw.get("abstained", False))
+    if isinstance(raw.get("rationale"), str):
+        out["rationale"] = raw["rationale"]
+    return out
+
+
+def _rounded(probs: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 6) for k, v in probs.items()}
+
+
+def finalize(request: JudgeRequest, raw_answers: Any, threshold: float) -> dict[str, dict[str, Any]]:
+    """Check every answer, then add confidence and abstention; raises MalformedAnswer."""
+    if not isinstance(raw_answers, dict):
+        raise MalformedAnswer("answers: not an object keyed by question id")
+    result = {}
+    for qid, question in request.questions.items():
+        if qid not in raw_answers:
+            raise MalformedAnswer(f"answers.{qid}: missing")
+        answer = _canonical(question, raw_answers[qid], f"answers.{qid}")
+        # Calibration (SPEC §6) plugs in here, before the threshold; none is fitted yet.
+        confidence = max(answer["probabilities"].values())
+        engine_abstained = answer.pop("engine_abstained")
+        abstained = engine_abstained or confidence < threshold
+        answer["probabilities"] = _rounded(answer["probabilities"])
+        if "p_true" in answer:
+            answer["p_true"] = round(answer["p_true"], 6)
+        if "score" in answer:
+            answer["score"] = round(answer["score"], 4)
+        answer.update(
+            confidence=round(confidence, 6),
+            abstained=abstained,
+            abstain_reason=("engine" if engine_abstained else "below_threshold") if abstained else None,
+            calibrated=False,
+        )
+        result[qid] = answer
+    return result

@@ -1,0 +1,44 @@
+"""One metadata-only audit record per request (SPEC §3).
+
+Records go to the log at INFO and are appended to `<state dir>/logs/audit.jsonl` (local
+only), which later feeds status counts and reports. State, questions and answers are added
+only when `log_level = "DEBUG"`. A failing write never fails a request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+from .logs import LOGGER
+from .paths import state_dir
+
+_log = logging.getLogger(LOGGER + ".audit")
+_lock = threading.Lock()
+_warned = False
+
+
+def audit_path():
+    return state_dir() / "logs" / "audit.jsonl"
+
+
+def record(entry: dict[str, Any], debug: dict[str, Any] | None = None) -> None:
+    global _warned
+    line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **entry}
+    if debug is not None:
+        line["debug"] = debug
+    text = json.dumps(line, ensure_ascii=False, default=str)
+    _log.info("audit %s", text)
+    try:
+        path = audit_path()
+        with _lock:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+    except OSError as exc:
+        if not _warned:
+            _warned = True
+            _log.warning("audit log not writable (%s); continuing without it", exc)

@@ -1,0 +1,218 @@
+"""`system1`: the command-line face. Stdout carries exactly one JSON object per request;
+notices, progress and logs go to stderr.
+
+Exit codes: 0 answered (abstained included), 1 the provider chain failed (or health is
+down), 2 invalid input (bad JSON, a schema violation, an unknown flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, NoReturn, TextIO
+
+from . import __version__
+from .errors import INVALID_REQUEST
+from .logs import configure
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as a JSON `invalid_request` on stdout, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        _emit(_invalid(f"command line: {message}"), pretty=False)
+        sys.exit(EXIT_INVALID)
+
+
+def _invalid(message: str) -> dict[str, Any]:
+    return {"status": "error", "error": {"code": INVALID_REQUEST, "message": message}}
+
+
+def _emit(obj: dict[str, Any], pretty: bool, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    out.write(json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None) + "\n")
+    out.flush()
+
+
+def _exit_code(result: dict[str, Any]) -> int:
+    error = result.get("error")
+    if not error:
+        return EXIT_OK
+    return EXIT_INVALID if error["code"] == INVALID_REQUEST else EXIT_FAILED
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="system1", description="System-1 Gateway: fast typed decisions with probabilities.")
+    parser.add_argument("--version", action="version", version=f"system1-gateway {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def common(p: argparse.ArgumentParser, provider: bool = True) -> None:
+        p.add_argument("--pretty", action="store_true", help="indent the JSON for humans")
+        if provider:
+            p.add_argument("--provider", help="use only this provider (rung name) for this call")
+
+    d = sub.add_parser("decide", help="ask one question; a yes/no choice unless --options are given")
+    d.add_argument("question")
+    d.add_argument("--options", nargs="+", metavar="OPTION", help="2 to 50 unique options")
+    d.add_argument("--context", metavar="JSON", help="a JSON object passed to the engine as the evidence")
+    d.add_argument("--min-confidence", type=float, metavar="X", help="abstain below this confidence (0-1)")
+    d.add_argument("--request-id")
+    common(d)
+
+    j = sub.add_parser("judge", help="state + typed questions, as JSON from a file or stdin")
+    j.add_argument("file", nargs="?", default="-", help="request file (default: stdin)")
+    j.add_argument("--jsonl", action="store_true", help="one request per line in, one result per line out")
+    common(j)
+
+    h = sub.add_parser("health", help="probe every provider of the chain")
+    common(h, provider=False)
+    c = sub.add_parser("capabilities", help="version, schemas, provider chain, thresholds")
+    common(c, provider=False)
+    return parser
+
+
+def _gateway():
+    from .core import Gateway
+
+    gateway = Gateway.from_environment()
+    gw = gateway.config.gateway
+    configure(gw.log_level, gw.log_file)
+    return gateway
+
+
+def _cmd_decide(args: argparse.Namespace) -> int:
+    payload: dict[str, Any] = {"question": args.question}
+    if args.options is not None:
+        payload["options"] = args.options
+    if args.context is not None:
+        try:
+            payload["context"] = json.loads(args.context)
+        except json.JSONDecodeError as exc:
+            _emit(_invalid(f"--context: invalid JSON: {exc}"), args.pretty)
+            return EXIT_INVALID
+    if args.min_confidence is not None:
+        payload["min_confidence"] = args.min_confidence
+    if args.request_id is not None:
+        payload["request_id"] = args.request_id
+    gateway = _gateway()
+    gateway.warm(args.provider)
+    result = gateway.decide(payload, provider=args.provider)
+    _emit(result, args.pretty)
+    return _exit_code(result)
+
+
+def _open_input(path: str) -> TextIO:
+    return sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+
+
+def _cmd_judge(args: argparse.Namespace) -> int:
+    where = "stdin" if args.file == "-" else args.file
+    try:
+        stream = _open_input(args.file)
+    except OSError as exc:
+        _emit(_invalid(f"{where}: cannot read: {exc.strerror}"), args.pretty)
+        return EXIT_INVALID
+    gateway = _gateway()
+    with stream:
+        if args.jsonl:
+            return _judge_lines(gateway, stream, where, args)
+        text = stream.read()
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError as exc:
+            _emit(_invalid(f"{where}: invalid JSON: {exc}"), args.pretty)
+            return EXIT_INVALID
+        gateway.warm(args.provider)
+        result = gateway.judge(payload, provider=args.provider)
+        _emit(result, args.pretty)
+        return _exit_code(result)
+
+
+def _judge_lines(gateway: Any, stream: TextIO, where: str, args: argparse.Namespace) -> int:
+    """Stream JSON Lines: one result per non-empty line, in order, flushed as it is made."""
+    worst = EXIT_OK
+    progress = _Progress() if sys.stderr.isatty() else None
+    warmed = False
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            payload = json.loads(line)
+        except json.JSONDecodeError as exc:
+            result = _invalid(f"{where} line {number}: invalid JSON: {exc}")
+        else:
+            if not warmed:
+                gateway.warm(args.provider)
+                warmed = True
+            result = gateway.judge(payload, provider=args.provider)
+            if result["error"] and result["error"]["code"] == INVALID_REQUEST:
+                result["error"]["message"] = f"line {number}: {result['error']['message']}"
+        _emit(result, args.pretty)
+        code = _exit_code(result)
+        worst = EXIT_INVALID if EXIT_INVALID in (worst, code) else max(worst, code)
+        if progress:
+            progress.advance(result)
+    if progress:
+        progress.close()
+    return worst
+
+
+class _Progress:
+    """A rich progress line on stderr (only when stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+            console=Console(stderr=True), transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task("judging", total=None)
+        self._done = self._errors = 0
+
+    def advance(self, result: dict[str, Any]) -> None:
+        self._done += 1
+        self._errors += bool(result.get("error"))
+        self._progress.update(self._task, description=f"judged {self._done} requests ({self._errors} errors)")
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def _cmd_health(args: argparse.Namespace) -> int:
+    result = _gateway().health()
+    _emit(result, args.pretty)
+    return EXIT_FAILED if result["status"] == "down" else EXIT_OK
+
+
+def _cmd_capabilities(args: argparse.Namespace) -> int:
+    _emit(_gateway().capabilities(), args.pretty)
+    return EXIT_OK
+
+
+COMMANDS = {
+    "decide": _cmd_decide,
+    "judge": _cmd_judge,
+    "health": _cmd_health,
+    "capabilities": _cmd_capabilities,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

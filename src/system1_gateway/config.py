@@ -1,0 +1,164 @@
+"""Configuration (SPEC §8): a TOML file, every key optional, environment variables win.
+
+Loading never raises past `load_config`'s caller-facing contract: a broken file becomes a
+ConfigError whose message names the file, the line and the key, and the gateway turns it
+into `config_error` answers and a `down` health instead of crashing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import ConfigError
+from .model import describe_validation_error
+from .paths import config_path
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+# Gateway keys and the environment variable that overrides each.
+GATEWAY_ENV = {
+    "provider": "SYSTEM1_PROVIDER",
+    "fallback": "SYSTEM1_FALLBACK",
+    "timeout_s": "SYSTEM1_TIMEOUT_S",
+    "deadline_s": "SYSTEM1_DEADLINE_S",
+    "min_confidence": "SYSTEM1_MIN_CONFIDENCE",
+    "log_level": "SYSTEM1_LOG_LEVEL",
+    "log_file": "SYSTEM1_LOG_FILE",
+}
+# Variables that look like SYSTEM1_<NAME>_<KEY> but are not provider settings.
+_RESERVED_ENV = set(GATEWAY_ENV.values()) | {"SYSTEM1_CONFIG", "SYSTEM1_STATE_DIR"}
+
+
+class GatewaySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    provider: str = Field(default="embedded", min_length=1)
+    fallback: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(default=5.0, gt=0, le=600)
+    deadline_s: float = Field(default=8.0, gt=0, le=3600)
+    min_confidence: float = Field(default=0.6, ge=0, le=1)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    log_file: str | None = None
+
+    @field_validator("fallback", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):  # SYSTEM1_FALLBACK is a comma list
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class Config:
+    gateway: GatewaySettings = field(default_factory=GatewaySettings)
+    providers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: Path | None = None
+
+    @property
+    def chain(self) -> list[str]:
+        return [self.gateway.provider, *self.gateway.fallback]
+
+    def kind_of(self, name: str) -> str:
+        return str(self.providers.get(name, {}).get("kind", name))
+
+    def provider_settings(self, name: str) -> dict[str, Any]:
+        """File settings of one rung, overridden by SYSTEM1_<NAME>_<KEY> variables."""
+        settings = {k: v for k, v in self.providers.get(name, {}).items() if k != "kind"}
+        prefix = "SYSTEM1_" + re.sub(r"[^A-Z0-9]", "_", name.upper()) + "_"
+        for var, value in os.environ.items():
+            if var.startswith(prefix) and var not in _RESERVED_ENV:
+                settings[var[len(prefix):].lower()] = value
+        return settings
+
+
+def _line_of(text: str, table: str, key: str) -> int | None:
+    """Line number of `key` inside `[table]`, for messages (tomllib keeps no positions)."""
+    current = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.match(r"^\[\s*([^\]]+?)\s*\]", stripped)
+        if header:
+            current = header.group(1).replace('"', "")
+            continue
+        if current == table and re.match(rf"^{re.escape(key)}\s*=", stripped):
+            return number
+    return None
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Read the file (if any) and apply environment overrides; raises ConfigError."""
+    path = path or config_path()
+    data: dict[str, Any] = {}
+    text = ""
+    source = None
+    if path.exists():
+        source = path
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read: {exc}") from None
+    elif "SYSTEM1_CONFIG" in os.environ:
+        raise ConfigError(f"{path}: SYSTEM1_CONFIG points to a file that does not exist")
+
+    unknown = sorted(set(data) - {"gateway", "providers"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown table or key {unknown[0]!r} (expected [gateway] and [providers.<name>])")
+    gateway_raw = data.get("gateway", {})
+    providers_raw = data.get("providers", {})
+    if not isinstance(gateway_raw, dict):
+        raise ConfigError(f"{path}: 'gateway' must be a table")
+    if not isinstance(providers_raw, dict) or not all(isinstance(v, dict) for v in providers_raw.values()):
+        raise ConfigError(f"{path}: 'providers' must contain one table per provider, [providers.<name>]")
+
+    merged = dict(gateway_raw)
+    from_env: set[str] = set()
+    for key, var in GATEWAY_ENV.items():
+        if os.environ.get(var, "") != "":
+            merged[key] = os.environ[var]
+            from_env.add(key)
+    try:
+        gateway = GatewaySettings.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = str(first["loc"][0]) if first["loc"] else ""
+        if key in from_env:
+            where = f"environment variable {GATEWAY_ENV[key]}"
+        else:
+            line = _line_of(text, "gateway", key)
+            where = f"{path}" + (f", line {line}" if line else "") + ", [gateway]"
+        raise ConfigError(f"{where}: {describe_validation_error(exc)}") from None
+
+    config = Config(gateway=gateway, providers=providers_raw, source=source)
+    _check_chain(config, path)
+    return config
+
+
+def _check_chain(config: Config, path: Path) -> None:
+    from .providers import KINDS
+
+    chain = config.chain
+    seen = set()
+    for name in chain:
+        if name in seen:
+            raise ConfigError(f"provider chain lists {name!r} twice (provider + fallback must be duplicate-free)")
+        seen.add(name)
+        kind = config.kind_of(name)
+        if kind not in KINDS:
+            raise ConfigError(
+                f"{path}: provider {name!r} has unknown kind {kind!r} (known: {', '.join(sorted(KINDS))}; "
+                f"define [providers.{name}] with kind = \"...\" for a named instance)"
+            )

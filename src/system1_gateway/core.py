@@ -1,0 +1,325 @@
+"""The gateway core: validate → run the chain of rungs under one deadline → check → threshold.
+
+Every face (CLI now; MCP, HTTP and hooks later) calls `Gateway.judge` / `Gateway.decide`
+with a plain JSON payload and gets a plain JSON result back; nothing here knows about faces.
+Data flows one way: request → validation → rungs (attempts) → answer check → canonical
+confidence and abstention → result + audit record.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from pydantic import ValidationError
+
+from . import __version__, audit, providers
+from .answers import finalize
+from .config import Config, load_config
+from .errors import (
+    DEADLINE_EXCEEDED,
+    PROVIDER_ERROR,
+    ConfigError,
+    GatewayError,
+    InvalidRequest,
+    ProviderFailure,
+    ProviderTimeout,
+)
+from .logs import LOGGER, request_id_var
+from .model import (
+    DECIDE_QID,
+    SCHEMA_VERSION,
+    JudgeRequest,
+    describe_validation_error,
+    json_schemas,
+    parse_decide,
+    parse_judge,
+)
+
+log = logging.getLogger(LOGGER)
+_NO_USAGE = {"input_tokens": None, "output_tokens": None}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+class Gateway:
+    """One configured gateway. Cheap to build: providers load on first use."""
+
+    def __init__(self, config: Config | None = None, config_error: ConfigError | None = None):
+        self.config = config or Config()  # defaults keep capabilities answerable when broken
+        self.config_error = config_error
+        self._rungs: dict[str, Any] = {}
+        self._rung_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def from_environment(cls) -> "Gateway":
+        try:
+            return cls(load_config())
+        except ConfigError as exc:
+            log.error("configuration error: %s", exc.message)
+            return cls(None, exc)
+
+    # -- rungs ----------------------------------------------------------------------------
+    def chain(self, provider: str | None = None) -> list[str]:
+        if self.config_error:
+            raise self.config_error
+        return [provider] if provider else self.config.chain
+
+    def rung(self, name: str) -> Any:
+        """The provider instance for a rung name, built once (constructor errors propagate)."""
+        with self._rung_lock:
+            if name not in self._rungs:
+                kind = self.config.kind_of(name)
+                self._rungs[name] = providers.build(name, kind, self.config.provider_settings(name))
+            return self._rungs[name]
+
+    def warm(self, provider: str | None = None) -> None:
+        """Load the first rung's models now (a one-shot CLI wants its answer, not a timeout)."""
+        try:
+            first = self.rung(self.chain(provider)[0])
+        except GatewayError:
+            return  # reported properly by the request that follows
+        if hasattr(first, "warm"):
+            try:
+                first.warm()
+            except GatewayError as exc:
+                log.warning("warm-up of %s failed: %s", first.name, exc.message)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="system1-rung")
+        return self._pool
+
+    # -- one attempt ----------------------------------------------------------------------
+    def _attempt(self, name: str, request: JudgeRequest, timeout_s: float, threshold: float):
+        """Run one rung; returns (answers, reply) or raises ProviderFailure / ConfigError."""
+        provider = self.rung(name)
+        reason = _unsupported(provider.limits, request)
+        if reason:
+            raise ProviderFailure(reason, kind="unsupported", outcome="skipped")
+        future = self._executor().submit(provider.judge, request, timeout_s)
+        try:
+            reply = future.result(timeout=timeout_s)
+        except FutureTimeout:
+            future.cancel()
+            raise ProviderTimeout(f"{name}: no answer within {timeout_s:.2f} s") from None
+        return finalize(request, reply.answers, threshold), reply
+
+    # -- judge ----------------------------------------------------------------------------
+    def judge(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        rid = _request_id(payload)
+        token = request_id_var.set(rid)
+        try:
+            try:
+                request = payload if isinstance(payload, JudgeRequest) else parse_judge(payload)
+            except ValidationError as exc:
+                raise InvalidRequest(describe_validation_error(exc)) from None
+            if request.request_id != rid:
+                request = request.model_copy(update={"request_id": rid})
+            return self._run(request, provider, started)
+        except GatewayError as exc:
+            result = _judge_result(rid, [], started, error=exc.as_dict())
+            self._audit(result, None)
+            return result
+        finally:
+            request_id_var.reset(token)
+
+    def _run(self, request: JudgeRequest, provider: str | None, started: float) -> dict[str, Any]:
+        chain = self.chain(provider)
+        gw = self.config.gateway
+        threshold = request.min_confidence if request.min_confidence is not None else gw.min_confidence
+        deadline = started + gw.deadline_s
+        attempts: list[dict[str, Any]] = []
+        usage = dict(_NO_USAGE)
+        last: GatewayError | None = None
+        queue = list(chain)
+        retried = False
+        while queue:
+            name = queue[0]
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0.005:
+                last = GatewayError(f"deadline of {gw.deadline_s:g} s exhausted before rung {name!r}", DEADLINE_EXCEEDED)
+                break
+            timeout_s = min(gw.timeout_s, remaining / len(queue))  # a fair share for every later rung
+            t0 = time.perf_counter()
+            try:
+                answers, reply = self._attempt(name, request, timeout_s, threshold)
+            except ProviderFailure as exc:
+                attempts.append(_attempt_record(name, exc.outcome, t0, exc.message))
+                last = exc
+                log.warning("rung %s failed (%s): %s", name, exc.kind, exc.message)
+                # One retry after a timeout when this is the only rung and budget remains.
+                if isinstance(exc, ProviderTimeout) and len(chain) == 1 and not retried:
+                    retried = True
+                    continue
+                queue.pop(0)
+                continue
+            except ConfigError as exc:
+                attempts.append(_attempt_record(name, "error", t0, exc.message))
+                last = exc
+                queue.pop(0)
+                continue
+            attempts.append(_attempt_record(name, "ok", t0, None))
+            usage = _add_usage(usage, reply.usage)
+            result = _judge_result(
+                request.request_id, chain, started, answers=answers, provider=name,
+                model=reply.model, attempts=attempts, usage=usage,
+            )
+            self._audit(result, request)
+            return result
+        error = last or GatewayError("no provider answered", PROVIDER_ERROR)
+        if len(chain) > 1 and error.code != DEADLINE_EXCEEDED:
+            error = GatewayError(f"every rung failed; last: {error.message}", error.code)
+        result = _judge_result(request.request_id, chain, started, attempts=attempts, error=error.as_dict())
+        self._audit(result, request)
+        return result
+
+    # -- decide ---------------------------------------------------------------------------
+    def decide(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        rid = _request_id(payload)
+        try:
+            request = parse_decide(payload)
+        except ValidationError as exc:
+            error = InvalidRequest(describe_validation_error(exc)).as_dict()
+            return _decide_response(_judge_result(rid, [], started, error=error))
+        return _decide_response(self.judge(request.to_judge(rid), provider=provider))
+
+    # -- health and capabilities ----------------------------------------------------------
+    def health(self, timeout_s: float | None = None) -> dict[str, Any]:
+        if self.config_error:
+            return {"status": "down", "reason": self.config_error.message, "providers": []}
+        timeout_s = timeout_s or self.config.gateway.timeout_s
+        probes = []
+        for name in self.config.chain:
+            t0 = time.perf_counter()
+            try:
+                h = self.rung(name).health(timeout_s)
+                probes.append({"provider": name, "ok": h.ok, "detail": h.detail, "model": h.model,
+                               "latency_ms": _ms(time.perf_counter() - t0)})
+            except GatewayError as exc:
+                probes.append({"provider": name, "ok": False, "detail": exc.message, "model": None,
+                               "latency_ms": _ms(time.perf_counter() - t0)})
+        oks = [p["ok"] for p in probes]
+        status = "ok" if oks and oks[0] else "degraded" if any(oks) else "down"
+        return {"status": status, "reason": None if status == "ok" else _first_problem(probes), "providers": probes}
+
+    def capabilities(self) -> dict[str, Any]:
+        gw = self.config.gateway
+        return {
+            "name": "system1-gateway",
+            "version": __version__,
+            "schema_versions": {"judge": SCHEMA_VERSION, "decide": SCHEMA_VERSION},
+            "provider_chain": None if self.config_error else self.config.chain,
+            "config_error": self.config_error.message if self.config_error else None,
+            "thresholds": {"min_confidence": gw.min_confidence},
+            "timeouts": {"timeout_s": gw.timeout_s, "deadline_s": gw.deadline_s},
+            "providers": sorted(providers.KINDS),
+            "schemas": json_schemas(),
+        }
+
+    # -- audit ----------------------------------------------------------------------------
+    def _audit(self, result: dict[str, Any], request: JudgeRequest | None) -> None:
+        entry = {
+            "request_id": result["request_id"],
+            "status": result["status"],
+            "order": result["order"],
+            "provider": result["provider"],
+            "model": result["model"],
+            "outcomes": [(a["provider"], a["outcome"]) for a in result["attempts"]],
+            "abstained": sum(1 for a in result["answers"].values() if a["abstained"]),
+            "questions": len(result["answers"]),
+            "latency_ms": result["latency_ms"],
+            "usage": result["usage"],
+            "error": result["error"]["code"] if result["error"] else None,
+        }
+        debug = None
+        if not self.config_error and self.config.gateway.log_level == "DEBUG" and request is not None:
+            debug = {"request": request.model_dump(mode="json"), "answers": result["answers"]}
+        audit.record(entry, debug)
+
+
+def _request_id(payload: Any) -> str:
+    rid = payload.get("request_id") if isinstance(payload, dict) else getattr(payload, "request_id", None)
+    return rid if isinstance(rid, str) and 0 < len(rid) <= 200 else uuid.uuid4().hex
+
+
+def _unsupported(limits: Any, request: JudgeRequest) -> str | None:
+    if len(request.questions) > limits.max_questions:
+        return f"{len(request.questions)} questions exceed this provider's max_questions {limits.max_questions}"
+    for qid, q in request.questions.items():
+        if q.type not in limits.types:
+            return f"question {qid!r}: type {q.type!r} is not supported by this provider"
+        n = len(q.criteria) if q.type != "noul" else 2
+        if n > limits.max_options:
+            return f"question {qid!r}: {n} options exceed this provider's max_options {limits.max_options}"
+    return None
+
+
+def _attempt_record(name: str, outcome: str, t0: float, detail: str | None) -> dict[str, Any]:
+    return {"provider": name, "outcome": outcome, "latency_ms": _ms(time.perf_counter() - t0), "detail": detail}
+
+
+def _add_usage(total: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """Sum where reported; unknown stays None (never 0)."""
+    out = {}
+    for key in ("input_tokens", "output_tokens"):
+        a, b = total.get(key), (more or {}).get(key)
+        out[key] = a if b is None else b if a is None else a + b
+    return out
+
+
+def _first_problem(probes: list[dict[str, Any]]) -> str | None:
+    for p in probes:
+        if not p["ok"]:
+            return f"{p['provider']}: {p['detail']}"
+    return None
+
+
+def _judge_result(rid, chain, started, *, answers=None, provider=None, model=None,
+                  attempts=None, usage=None, error=None) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "request_id": rid,
+        "status": "error" if error else "answered",
+        "answers": answers or {},
+        "order": list(chain),
+        "provider": provider,
+        "model": model,
+        "latency_ms": _ms(time.perf_counter() - started),
+        "attempts": attempts or [],
+        "usage": usage or dict(_NO_USAGE),
+        "error": error,
+    }
+
+
+def _decide_response(judged: dict[str, Any]) -> dict[str, Any]:
+    answer = judged["answers"].get(DECIDE_QID)
+    if judged["error"] or answer is None:
+        status = "error"
+    else:
+        status = "abstained" if answer["abstained"] else "decided"
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "request_id": judged["request_id"],
+        "status": status,
+        "decision": answer["choice"] if status == "decided" else None,
+        "confidence": answer["confidence"] if answer else None,
+        "probabilities": answer["probabilities"] if answer else None,
+        "rationale": answer.get("rationale") if answer else None,
+        "provider": judged["provider"],
+        "model": judged["model"],
+        "calibrated": bool(answer and answer["calibrated"]),
+        "latency_ms": judged["latency_ms"],
+        "attempts": judged["attempts"],
+        "error": judged["error"],
+    }

@@ -1,0 +1,28 @@
+"""Provider registry: kind → "module:Class", imported only when a rung first needs it.
+
+Adding an engine is one module under providers/ and one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ..errors import ConfigError
+
+KINDS: dict[str, str] = {
+    "embedded": "system1_gateway.providers.embedded:EmbeddedProvider",
+    "mock": "system1_gateway.providers.mock:MockProvider",
+}
+
+
+def provider_class(kind: str) -> Any:
+    target = KINDS.get(kind)
+    if target is None:
+        raise ConfigError(f"unknown provider kind {kind!r} (known: {', '.join(sorted(KINDS))})")
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def build(name: str, kind: str, settings: dict[str, Any]) -> Any:
+    return provider_class(kind)(name, settings)

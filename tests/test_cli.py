@@ -1,0 +1,128 @@
+"""The `system1` command as a user runs it: JSON on stdout, exit codes, JSON Lines streaming."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from system1_gateway.model import decide_response_adapter, judge_result_adapter
+
+from conftest import judge_payload, run_cli
+
+MOCK = {"SYSTEM1_PROVIDER": "mock"}
+
+
+def test_decide_prints_one_json_object_and_exits_0():
+    code, out, err = run_cli("decide", "Is `rm -rf build/` destructive?", env=MOCK)
+    assert code == 0 and len(out) == 1
+    decide_response_adapter.validate_python(out[0])
+    assert out[0]["status"] == "decided" and out[0]["decision"] in ("yes", "no")
+
+
+def test_decide_flags_reach_the_request():
+    proc = subprocess.run(
+        [sys.executable, "-m", "system1_gateway", "decide", "Which tool next?", "--options", "read_file", "run_shell",
+         "--context", '{"step": 3}', "--min-confidence", "0.95", "--request-id", "cli-1", "--pretty"],
+        capture_output=True, text=True, env={**os.environ, **MOCK},
+    )
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 0 and proc.stdout.startswith("{\n  ")
+    assert result["request_id"] == "cli-1" and result["status"] == "abstained"
+    assert set(result["probabilities"]) == {"read_file", "run_shell"}
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["decide", "q", "--options", "a"], "options: List should have at least 2 items"),
+        (["decide", "q", "--context", "{nope"], "--context: invalid JSON"),
+        (["decide", "q", "--min-confidence", "x"], "argument --min-confidence: invalid float value"),
+        (["decide", "q", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+        (["bogus"], "invalid choice: 'bogus'"),
+        (["judge", "/no/such/file.json"], "/no/such/file.json: cannot read"),
+    ],
+)
+def test_invalid_input_exits_2_with_a_json_error(args, expected):
+    code, out, _ = run_cli(*args, env=MOCK)
+    assert code == 2 and out[-1]["error"]["code"] == "invalid_request"
+    assert expected in out[-1]["error"]["message"]
+
+
+def test_judge_from_stdin_and_file(tmp_path):
+    payload = judge_payload()
+    code, out, _ = run_cli("judge", input=json.dumps(payload), env=MOCK)
+    assert code == 0
+    judge_result_adapter.validate_python(out[0])
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps(payload))
+    code, out2, _ = run_cli("judge", str(path), env=MOCK)
+    assert code == 0 and out2[0]["answers"] == out[0]["answers"]
+
+
+def test_judge_bad_json_and_schema_violation_exit_2():
+    code, out, _ = run_cli("judge", input="{not json", env=MOCK)
+    assert code == 2 and "stdin: invalid JSON" in out[0]["error"]["message"]
+    code, out, _ = run_cli("judge", input='{"state": "s"}', env=MOCK)
+    assert code == 2 and "questions: required field is missing" in out[0]["error"]["message"]
+
+
+def test_chain_failure_exits_1_and_notices_go_to_stderr():
+    code, out, err = run_cli("judge", input=json.dumps(judge_payload()), env={**MOCK, "SYSTEM1_MOCK_MODE": "fail"})
+    assert code == 1 and out[0]["error"]["code"] == "provider_error"
+    assert "rung mock failed" in err
+
+
+def test_config_error_exits_1(tmp_path):
+    bad = tmp_path / "c.toml"
+    bad.write_text("[gateway]\ntimeout_s = 'x'\n")
+    code, out, _ = run_cli("decide", "ok?", env={"SYSTEM1_CONFIG": str(bad)})
+    assert code == 1 and out[0]["error"]["code"] == "config_error" and "timeout_s" in out[0]["error"]["message"]
+    code, out, _ = run_cli("health", env={"SYSTEM1_CONFIG": str(bad)})
+    assert code == 1 and out[0]["status"] == "down"
+
+
+def test_jsonl_streams_one_result_per_line_in_order():
+    requests = [judge_payload() | {"request_id": f"r{i}"} for i in range(3)]
+    lines = [json.dumps(requests[0]), "", "{broken", json.dumps({"state": "s"}), json.dumps(requests[1]), json.dumps(requests[2])]
+    code, out, _ = run_cli("judge", "--jsonl", input="\n".join(lines) + "\n", env=MOCK)
+    assert code == 2  # one line was invalid; the others were still answered
+    assert [o.get("request_id") for o in out] == ["r0", None, out[2]["request_id"], "r1", "r2"]
+    assert "line 3: invalid JSON" in out[1]["error"]["message"]
+    assert out[2]["error"]["message"].startswith("line 4: questions: required")
+    assert all(out[i]["status"] == "answered" for i in (0, 3, 4))
+
+
+def test_jsonl_answers_each_line_before_the_next_arrives():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "system1_gateway", "judge", "--jsonl"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **MOCK},
+    )
+    try:
+        for i in range(3):
+            proc.stdin.write(json.dumps(judge_payload() | {"request_id": f"s{i}"}) + "\n")
+            proc.stdin.flush()
+            assert json.loads(proc.stdout.readline())["request_id"] == f"s{i}"
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+
+
+def test_health_and_capabilities():
+    code, out, _ = run_cli("health", env=MOCK)
+    assert code == 0 and out[0]["status"] == "ok" and out[0]["providers"][0]["provider"] == "mock"
+    code, out, _ = run_cli("health", env={**MOCK, "SYSTEM1_MOCK_MODE": "fail"})
+    assert code == 1 and out[0]["status"] == "down"
+    code, out, _ = run_cli("capabilities", env=MOCK)
+    caps = out[0]
+    assert code == 0 and caps["provider_chain"] == ["mock"] and caps["thresholds"]["min_confidence"] == 0.6
+    assert set(caps["schemas"]) == {"judge_request", "judge_result", "decide_request", "decide_response"}
+    assert caps["version"] and caps["schema_versions"] == {"judge": "1", "decide": "1"}
+
+
+def test_version_flag():
+    proc = subprocess.run([sys.executable, "-m", "system1_gateway", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("system1-gateway ")

@@ -1,0 +1,164 @@
+"""Gateway core with the mock provider: answer checks, confidence, abstention, attempts, audit."""
+
+import json
+
+import pytest
+
+from system1_gateway.audit import audit_path
+from system1_gateway.model import decide_response_adapter, judge_result_adapter
+from system1_gateway.providers.mock import MALFORMED_KINDS
+
+from conftest import judge_payload
+
+THREE = {
+    "n": {"type": "yesno", "instructions": "Is it a build problem?"},
+    "c": {"type": "choice", "instructions": "Which team?", "criteria": {"build": "CI", "docs": None, "ui": "front"}},
+    "s": {"type": "score", "instructions": "How urgent?", "criteria": ["low", "mid", "high"]},
+}
+
+
+def test_answers_every_type_in_the_pinned_shape(mock_gateway):
+    result = mock_gateway().judge(judge_payload(**THREE) | {"request_id": "r-1"})
+    judge_result_adapter.validate_python(result)
+    assert result["status"] == "answered" and result["request_id"] == "r-1"
+    assert result["provider"] == "mock" and result["model"] == "mock-1" and result["order"] == ["mock"]
+    n, c, s = (result["answers"][k] for k in "ncs")
+    assert n["type"] == "noul" and n["probabilities"] == {"true": n["p_true"], "false": pytest.approx(1 - n["p_true"])}
+    assert c["choice"] in ("build", "docs", "ui") and c["confidence"] == max(c["probabilities"].values())
+    assert s["level"] == max(range(3), key=lambda i: s["probabilities"][str(i)])
+    assert s["score"] == pytest.approx(sum(i * s["probabilities"][str(i)] for i in range(3)), abs=1e-3)
+    assert all(a["calibrated"] is False and a["abstained"] is False for a in result["answers"].values())
+    assert [a["outcome"] for a in result["attempts"]] == ["ok"]
+    assert result["usage"] == {"input_tokens": None, "output_tokens": None}
+
+
+def test_answers_are_deterministic(mock_gateway):
+    gateway = mock_gateway()
+    first = gateway.judge(judge_payload(**THREE))["answers"]
+    assert gateway.judge(judge_payload(**THREE))["answers"] == first
+
+
+def test_below_threshold_abstains_but_keeps_the_answer(mock_gateway):
+    result = mock_gateway(confidence=0.55).judge(judge_payload(**THREE))
+    for answer in result["answers"].values():
+        assert answer["abstained"] and answer["abstain_reason"] == "below_threshold"
+        assert answer["probabilities"]
+    assert "choice" in result["answers"]["c"]
+
+
+def test_per_request_threshold_overrides_config(mock_gateway):
+    gateway = mock_gateway(confidence=0.55)
+    result = gateway.judge(judge_payload(**THREE) | {"min_confidence": 0.5})
+    assert not any(a["abstained"] for a in result["answers"].values())
+    strict = mock_gateway(confidence=0.9).judge(judge_payload(**THREE) | {"min_confidence": 0.95})
+    assert all(a["abstained"] for a in strict["answers"].values())
+
+
+def test_configured_threshold(mock_gateway, monkeypatch):
+    monkeypatch.setenv("SYSTEM1_MIN_CONFIDENCE", "0.95")
+    assert all(a["abstained"] for a in mock_gateway().judge(judge_payload(**THREE))["answers"].values())
+
+
+def test_engine_abstention_is_kept(mock_gateway):
+    result = mock_gateway(mode="abstain").judge(judge_payload(**THREE))
+    assert result["status"] == "answered"
+    assert all(a["abstain_reason"] == "engine" for a in result["answers"].values())
+
+
+def test_decide_decided_abstained_and_error(mock_gateway):
+    decided = mock_gateway(answer="yes").decide({"question": "Is rm -rf destructive?", "request_id": "d1"})
+    decide_response_adapter.validate_python(decided)
+    assert decided["status"] == "decided" and decided["decision"] == "yes" and decided["request_id"] == "d1"
+    assert decided["probabilities"] == {"yes": 0.9, "no": pytest.approx(0.1)}
+    abstained = mock_gateway(confidence=0.5).decide({"question": "Pick", "options": ["a", "b", "c"]})
+    assert abstained["status"] == "abstained" and abstained["decision"] is None and abstained["probabilities"]
+    failed = mock_gateway(mode="fail").decide({"question": "Pick"})
+    decide_response_adapter.validate_python(failed)
+    assert failed["status"] == "error" and failed["error"]["code"] == "provider_error"
+    invalid = mock_gateway().decide({"question": "Pick", "options": ["a"]})
+    assert invalid["error"]["code"] == "invalid_request" and invalid["attempts"] == []
+
+
+EXPECTED_MALFORMED = {
+    "not_object": "answer is not an object",
+    "missing": "missing",
+    "wrong_type": "answer type",
+    "sum": "sum to",
+    "negative": "negative probability",
+    "not_argmax": "is not the most probable label",
+    "unknown_label": "is not one of the labels",
+    "confidence_range": "engine_confidence",
+    "p_true_range": "outside [0, 1]",
+}
+
+
+@pytest.mark.parametrize("kind", MALFORMED_KINDS)
+def test_malformed_answers_are_rejected_by_the_gateway(mock_gateway, kind):
+    # `c` first: a choice question exposes every malformation class.
+    payload = judge_payload(c=THREE["c"], n=THREE["n"]) if kind != "p_true_range" else judge_payload(n=THREE["n"])
+    result = mock_gateway(mode="malformed", malformed=kind).judge(payload)
+    judge_result_adapter.validate_python(result)
+    assert result["status"] == "error" and result["answers"] == {}
+    assert result["error"]["code"] == "malformed_response"
+    assert EXPECTED_MALFORMED[kind] in result["error"]["message"]
+    assert result["attempts"][0]["outcome"] == "malformed"
+
+
+def test_timeout_retries_once_on_a_single_rung_then_fails(mock_gateway, monkeypatch):
+    monkeypatch.setenv("SYSTEM1_TIMEOUT_S", "0.1")
+    monkeypatch.setenv("SYSTEM1_DEADLINE_S", "1")
+    result = mock_gateway(mode="timeout").judge(judge_payload())
+    assert result["error"]["code"] == "provider_timeout"
+    assert [a["outcome"] for a in result["attempts"]] == ["timeout", "timeout"]
+    assert result["latency_ms"] < 1000 + 50
+
+
+def test_fallback_rung_answers_after_a_failure(write_config):
+    write_config(
+        '[gateway]\nprovider = "broken"\nfallback = ["mock"]\n'
+        '[providers.broken]\nkind = "mock"\nmode = "fail"\nfailure = "transport"\n'
+    )
+    from system1_gateway.core import Gateway
+
+    result = Gateway.from_environment().judge(judge_payload())
+    assert result["status"] == "answered" and result["provider"] == "mock"
+    assert [(a["provider"], a["outcome"]) for a in result["attempts"]] == [("broken", "error"), ("mock", "ok")]
+    assert result["order"] == ["broken", "mock"]
+
+
+def test_unusable_provider_settings_are_a_config_error(mock_gateway):
+    result = mock_gateway(latency_ms="soon").judge(judge_payload())
+    assert result["error"]["code"] == "config_error"
+    assert "[providers.mock] latency_ms" in result["error"]["message"]
+
+
+def test_audit_is_metadata_only_unless_debug(mock_gateway, monkeypatch):
+    secret_state = "TOP-SECRET evidence"
+    mock_gateway().judge({"state": secret_state, "questions": {"q": {"type": "noul", "instructions": "private question?"}}, "request_id": "a1"})
+    record = json.loads(audit_path().read_text().splitlines()[-1])
+    assert record["request_id"] == "a1" and record["status"] == "answered" and record["provider"] == "mock"
+    assert record["outcomes"] == [["mock", "ok"]] and "latency_ms" in record
+    text = audit_path().read_text()
+    assert "TOP-SECRET" not in text and "private question" not in text
+    monkeypatch.setenv("SYSTEM1_LOG_LEVEL", "debug")
+    mock_gateway().judge({"state": secret_state, "questions": {"q": {"type": "noul", "instructions": "?"}}})
+    assert "TOP-SECRET" in audit_path().read_text().splitlines()[-1]
+
+
+def test_unwritable_audit_never_fails_a_request(mock_gateway, monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("SYSTEM1_STATE_DIR", str(blocker))  # a file where a folder should be
+    assert mock_gateway().judge(judge_payload())["status"] == "answered"
+
+
+def test_invalid_request_never_reaches_a_provider(mock_gateway):
+    result = mock_gateway().judge({"state": "s", "questions": {"x": {"type": "choice", "criteria": ["a"]}}})
+    assert result["error"]["code"] == "invalid_request" and result["attempts"] == []
+    assert "questions.x.criteria" in result["error"]["message"]
+
+
+def test_non_object_payload_is_invalid(mock_gateway):
+    for payload in (None, [], "text", 3):
+        result = mock_gateway().judge(payload)
+        assert result["error"]["code"] == "invalid_request"
