@@ -44,7 +44,7 @@ FAST_MODEL = "all-minilm-l6-v2-int8"
 class EmbeddedSettings(Settings):
     tier: Literal["auto", "llm", "fast"] = "auto"
     threads: int | None = Field(default=None, ge=1, le=256, description="default: usable CPUs")
-    kv_slots: int = Field(default=8, ge=1, le=64, description="recurring questions kept in the KV cache")
+    kv_slots: int = Field(default=16, ge=1, le=64, description="recurring questions kept in the KV cache")
     n_ctx: int = Field(default=8192, ge=512, le=32768)
     prior: bool = True
     prior_k: float = Field(default=8.0, ge=0)
@@ -151,9 +151,9 @@ class EmbeddedProvider:
     def _ask_llm(self, question: Any, state_text: str) -> tuple[list[str], Any]:
         from . import prompts
 
-        prefix, options, reminder = prompts.build(question)
+        prefix, options = prompts.build(question)
         try:
-            probs = self._llm_engine().option_probs(prefix, prompts.suffix(state_text, reminder), options)
+            probs = self._llm_engine().option_probs(prefix, prompts.suffix(state_text), options)
         except ValueError as exc:  # prompt longer than the context window
             raise ProviderFailure(str(exc), kind="engine") from None
         if self.settings.prior:

@@ -1,11 +1,21 @@
 """Prompts of the accurate tier: question block first (cached), evidence last.
 
-A question becomes (prefix, options, reminder): the prefix is the system prompt plus the
-question with its options, the part every decision on the same question shares; the evidence
-and a one-line reminder of the expected answer form the per-decision suffix.
+A question becomes (prefix, options): the prefix is the system prompt plus the question with
+its options, the part every decision on the same question shares and that stays in the KV
+cache; the per-decision suffix is only the evidence and the chat tags (prompt processing is
+compute-bound on CPU, so every suffix token costs latency).
+
+Options are what the model is asked to say, position for position with the question's
+answers (true/false, labels, levels). When every description starts with a short head
+("Destructive: it deletes…", "Blocking: an outage…"), the heads are the options: the model
+names a category it has just read defined, which measured better than bare yes/no or level
+numbers on the dev set (docs/studies/embedded-engine.md).
 """
 
 from __future__ import annotations
+
+import os
+from typing import Any
 
 from ...model import Question
 from ...render import render
@@ -14,46 +24,62 @@ SYSTEM = (
     "You are a precise classifier for a coding agent. Read the question and the text, "
     "apply the definitions literally, and answer with exactly one of the allowed options."
 )
+_MODE = os.environ.get("SYSTEM1_PROMPT_MODE", "heads")  # experiment switch, see the study
+
+
+def _heads(descriptions: list[Any]) -> list[str] | None:
+    """Short distinct heads before ':' of every description, else None."""
+    if _MODE != "heads":
+        return None
+    heads = []
+    for desc in descriptions:
+        if not isinstance(desc, str) or ":" not in desc:
+            return None
+        head = desc.split(":", 1)[0].strip()
+        if not head or len(head.split()) > 4:
+            return None
+        heads.append(head)
+    return heads if len({h.lower() for h in heads}) == len(heads) else None
 
 
 def _chat_prefix(user_block: str) -> str:
-    return (
-        f"<|im_start|>system\n{SYSTEM}<|im_end|>\n"
-        f"<|im_start|>user\n{user_block}\n\nText:\n"
-    )
+    return f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user_block}\n\nText:\n"
 
 
-def build(question: Question) -> tuple[str, list[str], str]:
-    """(prefix, options, reminder) for one canonical question."""
+def build(question: Question) -> tuple[str, list[str]]:
+    """(prefix, options) for one canonical question; options align with its answers."""
     instr = render(question.instructions) if question.instructions is not None else ""
     if question.type == "noul":
-        options = ["yes", "no"]
         crit = question.criteria or {}
-        lines = [instr]
-        if crit.get("true") is not None:
-            lines.append(f"Answer yes if: {render(crit['true'])}")
-        if crit.get("false") is not None:
-            lines.append(f"Answer no if: {render(crit['false'])}")
-        lines.append("Answer with one word: yes or no.")
-        reminder = f"{instr}\nAnswer yes or no."
+        descs = [crit.get("true"), crit.get("false")]
+        heads = _heads(descs)
+        if heads:
+            options = heads
+            lines = [instr, "Options:", *(f"- {render(d)}" for d in descs)]
+        else:
+            options = ["yes", "no"]
+            lines = [instr]
+            if descs[0] is not None:
+                lines.append(f"Answer yes if: {render(descs[0])}")
+            if descs[1] is not None:
+                lines.append(f"Answer no if: {render(descs[1])}")
     elif question.type == "choice":
         options = list(question.labels)
-        described = [
+        lines = [instr, "Options:", *(
             f"- {label}: {render(desc)}" if desc is not None else f"- {label}"
             for label, desc in question.label_descriptions()
-        ]
-        lines = [instr, "Options:", *described,
-                 "Answer with the option name only: " + ", ".join(options) + "."]
-        reminder = f"{instr}\nAnswer with one of: " + ", ".join(options) + "."
+        )]
     else:  # score
-        options = [str(i) for i in range(len(question.criteria))]
-        levels = [f"{i}: {render(desc)}" for i, desc in enumerate(question.criteria)]
-        lines = [instr, "Levels:", *levels,
-                 f"Answer with the level number only (0 to {len(options) - 1})."]
-        reminder = f"{instr}\nAnswer with the level number (0 to {len(options) - 1})."
-    return _chat_prefix("\n".join(line for line in lines if line)), options, reminder
+        heads = _heads(question.criteria)
+        if heads:
+            options = heads
+            lines = [instr, "Levels, lowest first:", *(f"- {render(d)}" for d in question.criteria)]
+        else:
+            options = [str(i) for i in range(len(question.criteria))]
+            lines = [instr, "Levels, lowest first:", *(f"{i}: {render(d)}" for i, d in enumerate(question.criteria))]
+    lines.append("Answer with exactly one of: " + ", ".join(options) + ".")
+    return _chat_prefix("\n".join(line for line in lines if line)), options
 
 
-def suffix(state_text: str, reminder: str | None) -> str:
-    tail = f"\n\n{reminder}" if reminder else ""
-    return f"{state_text}{tail}<|im_end|>\n<|im_start|>assistant\n"
+def suffix(state_text: str) -> str:
+    return f"{state_text}<|im_end|>\n<|im_start|>assistant\n"

@@ -1,0 +1,120 @@
+"""The embedded engine loaded for real (models from the installed registry packages).
+
+Marked `models`: they need the `local` extra and take a few seconds to load; CI runs them.
+One engine is shared by the whole module to keep the suite fast."""
+
+import os
+
+import numpy as np
+import pytest
+
+from system1_gateway.core import Gateway
+from system1_gateway.model import judge_result_adapter
+from system1_gateway.providers.embedded import EmbeddedProvider, assets
+from system1_gateway.providers.embedded.prior import RunningPrior
+
+from conftest import run_cli
+
+needs_llm = pytest.mark.skipif(not assets.llm_available(), reason="accurate tier not installed (pip install '.[local]')")
+
+
+@pytest.fixture(scope="module")
+def shared_state(tmp_path_factory):
+    """One state dir (and so one assembled GGUF) for every model test of the module."""
+    return tmp_path_factory.mktemp("models-state")
+
+
+@pytest.fixture(scope="module")
+def llm_gateway(shared_state):
+    old = os.environ.get("SYSTEM1_STATE_DIR")
+    os.environ["SYSTEM1_STATE_DIR"] = str(shared_state)
+    try:
+        gateway = Gateway()  # defaults: embedded, tier auto
+        gateway.warm()
+        yield gateway
+    finally:
+        if old is None:
+            os.environ.pop("SYSTEM1_STATE_DIR", None)
+        else:
+            os.environ["SYSTEM1_STATE_DIR"] = old
+
+
+DESTRUCTIVE = {"type": "noul", "instructions": "Does this shell command delete or overwrite existing data?"}
+
+
+@pytest.mark.models
+@needs_llm
+def test_llm_answers_every_question_type(llm_gateway):
+    result = llm_gateway.judge({
+        "state": "ERROR: payment declined twice, customer was charged two times for one order",
+        "questions": {
+            "billing": {"type": "noul", "instructions": "Is this about billing or payments?"},
+            "team": {"type": "choice", "instructions": "Which team should handle it?", "criteria": {"billing": "payments and invoices", "frontend": "UI bugs", "docs": None}},
+            "urgency": {"type": "score", "instructions": "How urgent is it?", "criteria": ["can wait", "this week", "today"]},
+        },
+        "min_confidence": 0,
+    })
+    judge_result_adapter.validate_python(result)
+    assert result["status"] == "answered", result["error"]
+    assert result["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    answers = result["answers"]
+    assert answers["billing"]["p_true"] > 0.5
+    assert answers["team"]["choice"] == "billing"
+    assert 0 <= answers["urgency"]["score"] <= 2
+    assert all(a["rationale"].startswith("embedded llm:") for a in answers.values())
+
+
+@pytest.mark.models
+@needs_llm
+def test_llm_ranks_a_destructive_command_above_a_harmless_one(llm_gateway):
+    def p_true(command):
+        return llm_gateway.judge({"state": command, "questions": {"d": DESTRUCTIVE}})["answers"]["d"]["p_true"]
+
+    assert p_true("rm -rf /var/lib/postgresql/data") > p_true("ls -la /var/lib/postgresql")
+
+
+@pytest.mark.models
+def test_fast_tier_answers_described_options_only():
+    provider = EmbeddedProvider("embedded", {"tier": "fast"})
+    gateway = Gateway()
+    gateway._rungs["embedded"] = provider
+    result = gateway.judge({
+        "state": "I was charged twice for my subscription this month, please refund me.",
+        "questions": {"team": {"type": "choice", "criteria": {
+            "billing": "Payments, invoices, charges, refunds and subscription plans",
+            "technical": "Crashes, errors, bugs and performance problems"}}},
+        "min_confidence": 0,
+    })
+    assert result["status"] == "answered" and result["model"] == "all-minilm-l6-v2-int8"
+    assert result["answers"]["team"]["choice"] == "billing"
+    bare = gateway.judge({"state": "rm -rf /", "questions": {"d": DESTRUCTIVE}})
+    assert bare["error"]["code"] == "provider_error"
+    assert "fast tier cannot answer a yes/no question" in bare["error"]["message"]
+
+
+@pytest.mark.models
+@needs_llm
+def test_quick_start_command_makes_a_real_decision(shared_state, llm_gateway):
+    code, out, err = run_cli("decide", "Is `git push --force origin main` destructive?",
+                             env={"SYSTEM1_STATE_DIR": str(shared_state)}, timeout=300)
+    assert code == 0, err
+    assert out[0]["provider"] == "embedded" and out[0]["status"] in ("decided", "abstained")
+    assert set(out[0]["probabilities"]) == {"yes", "no"}
+
+
+def test_running_prior_removes_a_standing_bias(tmp_path):
+    prior = RunningPrior(k=2, min_count=3, path=tmp_path / "p.json")
+    biased = np.array([0.8, 0.2])
+    outs = [prior.correct("q", biased) for _ in range(5)]
+    assert np.allclose(outs[0], biased)  # not applied before min_count
+    assert outs[-1][0] < 0.8 and outs[-1].sum() == pytest.approx(1.0)
+    prior.save()
+    again = RunningPrior(k=2, min_count=3, path=tmp_path / "p.json")
+    assert again.correct("q", biased)[0] == pytest.approx(outs[-1][0], abs=0.05)  # persisted
+    assert np.allclose(again.correct("other question", biased), biased)  # per question
+
+
+def test_running_prior_survives_a_corrupt_file(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text("{not json")
+    assert np.allclose(RunningPrior(path=path).correct("q", np.array([0.5, 0.5])), [0.5, 0.5])
