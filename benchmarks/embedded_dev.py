@@ -20,6 +20,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from system1_gateway.config import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
 from system1_gateway.providers.embedded.prior import RunningPrior
@@ -59,7 +60,9 @@ def main() -> int:
 
     provider = EmbeddedProvider("embedded", {"tier": args.tier, "prior": not args.no_prior})
     provider.prior = RunningPrior(path=Path(tempfile.mkdtemp()) / "priors.json")  # start empty
-    gateway = Gateway()
+    # Generous budgets: this measures accuracy and steady-state latency, and the first
+    # decision on each of the 9 questions decodes its prompt prefix (seconds on 2 cores).
+    gateway = Gateway(Config(gateway=GatewaySettings(timeout_s=300, deadline_s=600)))
     gateway._rungs["embedded"] = provider
     t0 = time.perf_counter()
     provider.warm()

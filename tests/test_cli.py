@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from system1_gateway.model import decide_response_adapter, judge_result_adapter
+from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
 from conftest import judge_payload, run_cli
 

@@ -8,8 +8,11 @@ import os
 import numpy as np
 import pytest
 
+from system1_gateway.config import Config, GatewaySettings
 from system1_gateway.core import Gateway
-from system1_gateway.model import judge_result_adapter
+from system1_gateway.errors import ProviderTimeout
+from system1_gateway.model import parse_judge
+from system1_gateway.results import judge_result_adapter
 from system1_gateway.providers.embedded import EmbeddedProvider, assets
 from system1_gateway.providers.embedded.prior import RunningPrior
 
@@ -29,7 +32,9 @@ def llm_gateway(shared_state):
     old = os.environ.get("SYSTEM1_STATE_DIR")
     os.environ["SYSTEM1_STATE_DIR"] = str(shared_state)
     try:
-        gateway = Gateway()  # defaults: embedded, tier auto
+        # Embedded defaults (tier auto); generous budgets because every question here is new
+        # to the engine, and a new question's prompt prefix costs seconds on 2 CPU cores.
+        gateway = Gateway(Config(gateway=GatewaySettings(timeout_s=120, deadline_s=240)))
         gateway.warm()
         yield gateway
     finally:
@@ -56,12 +61,13 @@ def test_llm_answers_every_question_type(llm_gateway):
     })
     judge_result_adapter.validate_python(result)
     assert result["status"] == "answered", result["error"]
-    assert result["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert "qwen2.5-coder-1.5b-instruct-q4_k_m" in result["model"].split("+")
     answers = result["answers"]
     assert answers["billing"]["p_true"] > 0.5
     assert answers["team"]["choice"] == "billing"
     assert 0 <= answers["urgency"]["score"] <= 2
-    assert all(a["rationale"].startswith("embedded llm:") for a in answers.values())
+    assert answers["billing"]["rationale"].startswith("embedded llm:")  # undescribed: llm only
+    assert answers["urgency"]["rationale"].split(":")[0] in ("embedded fast", "embedded llm+fast")
 
 
 @pytest.mark.models
@@ -71,6 +77,21 @@ def test_llm_ranks_a_destructive_command_above_a_harmless_one(llm_gateway):
         return llm_gateway.judge({"state": command, "questions": {"d": DESTRUCTIVE}})["answers"]["d"]["p_true"]
 
     assert p_true("rm -rf /var/lib/postgresql/data") > p_true("ls -la /var/lib/postgresql")
+
+
+@pytest.mark.models
+@needs_llm
+def test_a_decision_past_its_timeout_is_aborted_and_the_engine_recovers(llm_gateway):
+    import time
+
+    provider = llm_gateway.rung("embedded")
+    request = parse_judge({"state": "word " * 600, "questions": {"d": {"type": "noul", "instructions": "Is this text repetitive?"}}})
+    t0 = time.perf_counter()
+    with pytest.raises(ProviderTimeout):
+        provider.judge(request, 0.3)
+    assert time.perf_counter() - t0 < 2.0  # the decode was aborted, not waited out
+    reply = provider.judge(parse_judge({"state": "ls", "questions": {"d": DESTRUCTIVE}}), 60)
+    assert 0 <= reply.answers["d"]["p_true"] <= 1
 
 
 @pytest.mark.models

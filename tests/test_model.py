@@ -7,11 +7,11 @@ from system1_gateway.model import (
     DecideRequest,
     JudgeRequest,
     describe_validation_error,
-    json_schemas,
     parse_decide,
     parse_judge,
 )
 from system1_gateway.render import render
+from system1_gateway.results import json_schemas
 
 
 def judge_error(payload):

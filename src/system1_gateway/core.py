@@ -36,7 +36,6 @@ from .model import (
     SCHEMA_VERSION,
     JudgeRequest,
     describe_validation_error,
-    json_schemas,
     parse_decide,
     parse_judge,
 )
@@ -214,6 +213,8 @@ class Gateway:
         return {"status": status, "reason": None if status == "ok" else _first_problem(probes), "providers": probes}
 
     def capabilities(self) -> dict[str, Any]:
+        from .results import json_schemas
+
         gw = self.config.gateway
         return {
             "name": "system1-gateway",

@@ -2,18 +2,22 @@
 
 Two tiers (measured in docs/studies/embedded-engine.md):
   * `llm`  — Qwen2.5-Coder-1.5B-Instruct on llama.cpp (extra `system1-gateway[local]`);
-             answers every question type, ~0.3-0.6 s at 2 threads.
-  * `fast` — all-MiniLM-L6-v2 int8 on onnxruntime (base install); ~5 ms, but only for
+             answers every question type; cost grows with the evidence's length.
+  * `fast` — all-MiniLM-L6-v2 int8 on onnxruntime (base install); a few ms, but only for
              questions whose every option carries a description.
-In `auto` each question goes to the tier that measures best for it: the llm whenever it is
-installed (it wins on every task of the dev set), the fast tier for described questions
-otherwise; without the llm, undescribed questions get a `provider_error` naming the extra.
+Routing in `auto`, per question, as measured best on the dev set:
+  * undescribed questions (bare labels, bare yes/no) → llm;
+  * described questions → fast first; when fast is sure (max p ≥ `fast_accept`) its answer
+    stands, otherwise the llm answers and the two distributions are blended (weighted
+    geometric mean, fast weight `fast_weight`), which beat either tier alone;
+  * without the llm installed, described questions → fast, the rest → `provider_error`
+    naming the extra.
 
-Bias correction without labels: llm probabilities are divided by a running mean of earlier
-probability vectors for the same question (shrunk toward uniform with `prior_k`
-pseudo-counts, used once `prior_min` decisions were seen), which removes the model's
-standing preference for one option. The running means persist in the state directory so
-one-shot processes (CLI, hooks) share them.
+Bias correction without labels: each tier's probabilities are divided by a running mean of
+earlier probability vectors for the same question (shrunk toward uniform with `prior_k`
+pseudo-counts, used once `prior_min` decisions were seen), which removes a model's standing
+preference for one option. The running means persist in the state directory so one-shot
+processes (CLI, hooks) share them.
 
 Models load lazily, once per process, under a lock, with a warm-up decision.
 """
@@ -23,13 +27,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from ...errors import ConfigError, ProviderFailure
+from ...errors import ConfigError, ProviderFailure, ProviderTimeout
 from ...logs import LOGGER
 from ...model import JudgeRequest
+from ...paths import state_dir
 from ...render import render
 from ..base import Health, Limits, Reply, Settings, parse_settings
 from . import assets
@@ -49,6 +55,8 @@ class EmbeddedSettings(Settings):
     prior: bool = True
     prior_k: float = Field(default=8.0, ge=0)
     prior_min: int = Field(default=8, ge=0)
+    fast_weight: float = Field(default=0.3, ge=0, le=1, description="weight of the fast tier in the llm+fast blend")
+    fast_accept: float = Field(default=0.9, gt=0, le=1.01, description="fast answers alone at or above this (>1: never)")
 
 
 def usable_cpus() -> int:
@@ -110,7 +118,8 @@ class EmbeddedProvider:
                     path = assets.gguf_path()
                 except assets.AssetError as exc:
                     raise ProviderFailure(str(exc), kind="model") from None
-                engine = LlmEngine(str(path), self.threads, n_ctx=self.settings.n_ctx, n_slots=self.settings.kv_slots)
+                engine = LlmEngine(str(path), self.threads, n_ctx=self.settings.n_ctx,
+                                   n_slots=self.settings.kv_slots, kv_dir=state_dir() / "embedded" / "kv")
                 engine.option_probs(_WARM_PREFIX, "ok<|im_end|>\n<|im_start|>assistant\n", ["yes", "no"])
                 self._llm = engine
             return self._llm
@@ -135,46 +144,67 @@ class EmbeddedProvider:
     def warm(self) -> None:
         if self._use_llm():
             self._llm_engine()
-        else:
+        if self.settings.tier != "llm":
             self._fast_engine()
 
     # -- answering -------------------------------------------------------------------------
     def _route(self, question: Any) -> str:
+        """`llm`, `fast` or `blend` (fast first; llm+fast when fast is not sure)."""
+        tier = self.settings.tier
         if self._use_llm():
-            return "llm"
+            return "blend" if tier == "auto" and describable(question) else "llm"
         if describable(question):
             return "fast"
         what = "a yes/no question without both outcomes described" if question.type == "noul" else "options without descriptions"
-        hint = assets.LOCAL_EXTRA_HINT if self.settings.tier == "auto" else "set tier = \"auto\" or \"llm\""
+        hint = assets.LOCAL_EXTRA_HINT if tier == "auto" else "set tier = \"auto\" or \"llm\""
         raise ProviderFailure(f"the fast tier cannot answer {what}; {hint}", kind="unsupported")
 
-    def _ask_llm(self, question: Any, state_text: str) -> tuple[list[str], Any]:
+    def _corrected(self, signature: str, probs: Any) -> Any:
+        return self.prior.correct(signature, probs) if self.settings.prior else probs
+
+    def _ask_llm(self, question: Any, state_text: str, deadline: float) -> Any:
         from . import prompts
+        from .llm import EngineTimeout
 
         prefix, options = prompts.build(question)
+        engine = self._llm_engine()
         try:
-            probs = self._llm_engine().option_probs(prefix, prompts.suffix(state_text), options)
+            probs = engine.option_probs(prefix, prompts.suffix(state_text), options, deadline - time.monotonic())
+        except EngineTimeout as exc:
+            raise ProviderTimeout(f"{self.name}: {exc}") from None
         except ValueError as exc:  # prompt longer than the context window
             raise ProviderFailure(str(exc), kind="engine") from None
-        if self.settings.prior:
-            probs = self.prior.correct(prefix + "\x00" + "\x00".join(options), probs)
-        labels = ["true", "false"] if question.type == "noul" else options
-        return labels, probs
+        return self._corrected("llm\x00" + prefix + "\x00".join(options), probs)
 
-    def _ask_fast(self, question: Any, state_text: str) -> tuple[list[str], Any]:
-        labels, descriptions = fast_texts(question)
-        return labels, self._fast_engine().option_probs(state_text, descriptions)
+    def _ask_fast(self, question: Any, state_text: str) -> Any:
+        _, descriptions = fast_texts(question)
+        probs = self._fast_engine().option_probs(state_text, descriptions)
+        return self._corrected("fast\x00" + "\x00".join(descriptions), probs)
+
+    def _decide(self, question: Any, state_text: str, deadline: float) -> tuple[str, Any]:
+        route = self._route(question)
+        if route == "llm":
+            return "llm", self._ask_llm(question, state_text, deadline)
+        fast = self._ask_fast(question, state_text)
+        if route == "fast" or fast.max() >= self.settings.fast_accept:
+            return "fast", fast
+        llm = self._ask_llm(question, state_text, deadline)
+        w = self.settings.fast_weight
+        return "llm+fast", _blend(llm, fast, w)
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
+        deadline = time.monotonic() + timeout_s
         state_text = render(request.state) or "(no text)"
         answers: dict[str, dict[str, Any]] = {}
-        used = set()
-        for qid, question in request.questions.items():
-            tier = self._route(question)
-            labels, probs = (self._ask_llm if tier == "llm" else self._ask_fast)(question, state_text)
-            used.add(tier)
-            answers[qid] = _answer(question.type, labels, probs, tier)
-        self.prior.save()
+        used: set[str] = set()
+        try:
+            for qid, question in request.questions.items():
+                tier, probs = self._decide(question, state_text, deadline)
+                used.update(tier.split("+"))
+                labels = ["true", "false"] if question.type == "noul" else question.labels
+                answers[qid] = _answer(question.type, labels, probs, tier)
+        finally:
+            self.prior.save()
         model = "+".join(LLM_MODEL if t == "llm" else FAST_MODEL for t in sorted(used))
         return Reply(answers=answers, model=model or FAST_MODEL)
 
@@ -191,6 +221,15 @@ class EmbeddedProvider:
 
 
 _WARM_PREFIX = "<|im_start|>user\nIs this text a greeting? Answer yes or no.\n\nText:\n"
+
+
+def _blend(llm: Any, fast: Any, weight: float) -> Any:
+    """Weighted geometric mean of two distributions over the same options."""
+    import numpy as np
+
+    logp = (1 - weight) * np.log(np.maximum(llm, 1e-12)) + weight * np.log(np.maximum(fast, 1e-12))
+    p = np.exp(logp - logp.max())
+    return p / p.sum()
 
 
 def _answer(qtype: str, labels: list[str], probs: Any, tier: str) -> dict[str, Any]:

@@ -16,12 +16,21 @@ This module imports cyllama and numpy: it is only imported when the tier is firs
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from cyllama.llama import llama_cpp as cy
+
+
+PREFIX_CHUNK = 64
+KV_FILES_KEPT = 64  # ≈ 7 MB each for a 250-token question
 
 
 class _Model(cy.LlamaModel):
@@ -38,10 +47,15 @@ class _Slot:
     tokens: list[int] = field(default_factory=list)
 
 
+class EngineTimeout(Exception):
+    """The decision did not finish within its time budget (the decode was aborted)."""
+
+
 class LlmEngine:
     """Thread-safe option scorer over one llama.cpp context."""
 
-    def __init__(self, path: str, n_threads: int, n_ctx: int = 8192, n_slots: int = 8):
+    def __init__(self, path: str, n_threads: int, n_ctx: int = 8192, n_slots: int = 8,
+                 kv_dir: Path | None = None):
         cy.disable_logging()
         cy.ggml_backend_load_all()
         params = cy.LlamaModelParams()
@@ -58,11 +72,15 @@ class LlmEngine:
         cparams.n_threads_batch = n_threads
         cparams.no_perf = True
         self.ctx = cy.LlamaContext(self.model, cparams)
+        self.ctx.install_cancel_callback()  # lets a timer abort a decode mid-batch
         self.n_ctx = n_ctx
         self._slots: OrderedDict[int, _Slot] = OrderedDict(
             (s, _Slot(s)) for s in range(1, n_slots + 1)
         )
         self._lock = threading.Lock()
+        self._partial: tuple[_Slot, int] | None = None  # prefix chunk being decoded
+        self.kv_dir = kv_dir
+        self._model_id = Path(path).name
         self._first_tokens_cache: dict[tuple[str, ...], list[list[int]] | None] = {}
 
     # -- tokens ---------------------------------------------------------------------------
@@ -110,10 +128,65 @@ class LlmEngine:
             best = next(iter(self._slots.values()))
         keep = _common_len(best.tokens, prefix)
         self.ctx.memory_seq_rm(best.seq, keep, -1)
-        self._decode(prefix[keep:], best.seq, keep, want_last=False)
-        best.tokens = list(prefix)
+        best.tokens = prefix[:keep]
         self._slots.move_to_end(best.seq)
+        if keep < len(prefix) and self._load_prefix(best, prefix):
+            return best
+        # Chunk by chunk, recording progress: a decode aborted at its deadline keeps what it
+        # finished, so the next call on this question resumes instead of starting over.
+        for off in range(keep, len(prefix), PREFIX_CHUNK):
+            chunk = prefix[off : off + PREFIX_CHUNK]
+            self._partial = (best, off)
+            self._decode(chunk, best.seq, off, want_last=False)
+            best.tokens = prefix[: off + len(chunk)]
+        self._partial = None
+        self._save_prefix(best, prefix)
         return best
+
+    # -- prefix KV on disk: one-shot processes (CLI, hooks) skip re-decoding long questions --
+    def _kv_file(self, prefix: list[int]) -> Path | None:
+        if self.kv_dir is None:
+            return None
+        key = hashlib.sha256((self._model_id + ":" + ",".join(map(str, prefix))).encode()).hexdigest()[:32]
+        return self.kv_dir / f"{key}.kv"
+
+    def _load_prefix(self, slot: _Slot, prefix: list[int]) -> bool:
+        path = self._kv_file(prefix)
+        if path is None or not path.is_file():
+            return False
+        loaded = False
+        try:
+            header, _, blob = path.read_bytes().partition(b"\n")
+            if json.loads(header) == prefix:
+                self.ctx.memory_seq_rm(slot.seq, -1, -1)
+                self.ctx.set_state_seq_data(blob, slot.seq)
+                loaded = self.ctx.memory_seq_pos_max(slot.seq) == len(prefix) - 1
+        except Exception:  # noqa: BLE001 - a corrupt cache file must only cost a decode
+            loaded = False
+        if not loaded:
+            self.ctx.memory_seq_rm(slot.seq, -1, -1)
+            slot.tokens = []
+            path.unlink(missing_ok=True)
+            return False
+        slot.tokens = list(prefix)
+        os.utime(path)  # recency for pruning
+        return True
+
+    def _save_prefix(self, slot: _Slot, prefix: list[int]) -> None:
+        path = self._kv_file(prefix)
+        if path is None or path.exists():
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            # cyllama 0.2.18's save_state_seq_file overflows on token ids: store them ourselves.
+            tmp.write_bytes(json.dumps(prefix).encode() + b"\n" + bytes(self.ctx.get_state_seq_data(slot.seq)))
+            os.replace(tmp, path)
+            files = sorted(path.parent.glob("*.kv"), key=lambda p: p.stat().st_mtime)
+            for old in files[:-KV_FILES_KEPT]:
+                old.unlink(missing_ok=True)
+        except Exception:  # noqa: BLE001 - a cache; never fail a decision over it
+            pass
 
     def _logprobs_after(self, prefix: list[int], suffix: list[int]) -> np.ndarray:
         slot = self._prefix_slot(prefix)
@@ -144,8 +217,14 @@ class LlmEngine:
         return total / max(1, len(toks))
 
     # -- public ---------------------------------------------------------------------------
-    def option_probs(self, prefix: str, suffix: str, options: list[str]) -> np.ndarray:
-        """P(option) for the chat prompt `prefix + suffix`; prefix is cached across calls."""
+    def option_probs(self, prefix: str, suffix: str, options: list[str], timeout_s: float = 60.0) -> np.ndarray:
+        """P(option) for the chat prompt `prefix + suffix`; prefix is cached across calls.
+
+        Waiting for the engine and decoding both count against `timeout_s`; past it the
+        decode is aborted inside llama.cpp (EngineTimeout), so a long input cannot hold the
+        engine after its caller has given up.
+        """
+        deadline = time.monotonic() + timeout_s
         ptoks = self.tokenize(prefix)
         stoks = self.tokenize(suffix)
         total = len(ptoks) + len(stoks) + 32
@@ -153,18 +232,46 @@ class LlmEngine:
             raise ValueError(
                 f"prompt of {total} tokens exceeds the embedded engine's {self.n_ctx}-token context"
             )
-        with self._lock:
-            lp = self._logprobs_after(ptoks, stoks)
-            firsts = self._first_tokens(tuple(options))
-            if firsts is not None:
-                scores = np.array([np.logaddexp.reduce(lp[f]) for f in firsts])
-            else:
-                self._base_lp = lp
-                start = len(ptoks) + len(stoks)
-                scores = np.array([self._full_option_logprob(start, o) for o in options])
+        if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise EngineTimeout("engine busy until the deadline")
+        timer = None
+        try:
+            self.ctx.cancel = False
+            timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._abort)
+            timer.daemon = True
+            timer.start()
+            try:
+                lp = self._logprobs_after(ptoks, stoks)
+                firsts = self._first_tokens(tuple(options))
+                if firsts is not None:
+                    scores = np.array([np.logaddexp.reduce(lp[f]) for f in firsts])
+                else:
+                    self._base_lp = lp
+                    start = len(ptoks) + len(stoks)
+                    scores = np.array([self._full_option_logprob(start, o) for o in options])
+            except InterruptedError:
+                self._forget_partial()
+                raise EngineTimeout(f"decision aborted after {timeout_s:.2f} s") from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.ctx.cancel = False
+            self._lock.release()
         scores -= scores.max()
         p = np.exp(scores)
         return p / p.sum()
+
+    def _abort(self) -> None:
+        self.ctx.cancel = True
+
+    def _forget_partial(self) -> None:
+        """After an abort: drop a half-decoded prefix chunk and the scratch sequence."""
+        if self._partial is not None:
+            slot, done = self._partial
+            self.ctx.memory_seq_rm(slot.seq, done, -1)
+            slot.tokens = slot.tokens[:done]
+            self._partial = None
+        self.ctx.memory_seq_rm(0, -1, -1)
 
 
 def _common_len(a: list[int], b: list[int]) -> int:

@@ -20,10 +20,7 @@ from typing import Any
 from ...model import Question
 from ...render import render
 
-SYSTEM = (
-    "You are a precise classifier for a coding agent. Read the question and the text, "
-    "apply the definitions literally, and answer with exactly one of the allowed options."
-)
+SYSTEM = "You are a helpful assistant."
 _MODE = os.environ.get("SYSTEM1_PROMPT_MODE", "heads")  # experiment switch, see the study
 
 
@@ -43,29 +40,41 @@ def _heads(descriptions: list[Any]) -> list[str] | None:
 
 
 def _chat_prefix(user_block: str) -> str:
-    return f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user_block}\n\nText:\n"
+    return f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user_block}\n\nInput:\n"
+
+
+def _is_bare_yes_no(labels: list[str], descriptions: list[Any]) -> bool:
+    return [label.lower() for label in labels] == ["yes", "no"] and all(d in (None, "") for d in descriptions)
 
 
 def build(question: Question) -> tuple[str, list[str]]:
     """(prefix, options) for one canonical question; options align with its answers."""
     instr = render(question.instructions) if question.instructions is not None else ""
+    lines = [f"Question: {instr}"] if instr else []
     if question.type == "noul":
         crit = question.criteria or {}
         descs = [crit.get("true"), crit.get("false")]
         heads = _heads(descs)
         if heads:
             options = heads
-            lines = [instr, "Options:", *(f"- {render(d)}" for d in descs)]
+            lines += ["Options:", *(f"- {render(d)}" for d in descs)]
         else:
-            options = ["yes", "no"]
-            lines = [instr]
-            if descs[0] is not None:
-                lines.append(f"Answer yes if: {render(descs[0])}")
-            if descs[1] is not None:
-                lines.append(f"Answer no if: {render(descs[1])}")
+            # Capitalised Yes/No in a "Question:/Input:" frame: measured the least biased
+            # spelling for this model (lower-case yes/no leans hard toward "no").
+            options = ["Yes", "No"]
+            if descs[0] not in (None, ""):
+                lines.append(f"Yes means: {render(descs[0])}")
+            if descs[1] not in (None, ""):
+                lines.append(f"No means: {render(descs[1])}")
+            lines.append("Answer Yes or No.")
+            return _chat_prefix("\n".join(lines)), options
     elif question.type == "choice":
+        pairs = question.label_descriptions()
+        if _is_bare_yes_no([p[0] for p in pairs], [p[1] for p in pairs]):
+            lines.append("Answer Yes or No.")
+            return _chat_prefix("\n".join(lines)), ["Yes", "No"]
         options = list(question.labels)
-        lines = [instr, "Options:", *(
+        lines += ["Options:", *(
             f"- {label}: {render(desc)}" if desc is not None else f"- {label}"
             for label, desc in question.label_descriptions()
         )]
@@ -73,12 +82,12 @@ def build(question: Question) -> tuple[str, list[str]]:
         heads = _heads(question.criteria)
         if heads:
             options = heads
-            lines = [instr, "Levels, lowest first:", *(f"- {render(d)}" for d in question.criteria)]
+            lines += ["Levels, lowest first:", *(f"- {render(d)}" for d in question.criteria)]
         else:
             options = [str(i) for i in range(len(question.criteria))]
-            lines = [instr, "Levels, lowest first:", *(f"{i}: {render(d)}" for i, d in enumerate(question.criteria))]
+            lines += ["Levels, lowest first:", *(f"{i}: {render(d)}" for i, d in enumerate(question.criteria))]
     lines.append("Answer with exactly one of: " + ", ".join(options) + ".")
-    return _chat_prefix("\n".join(line for line in lines if line)), options
+    return _chat_prefix("\n".join(lines)), options
 
 
 def suffix(state_text: str) -> str:

@@ -1,0 +1,125 @@
+"""Result models: the JSON Schemas of what the gateway returns (SPEC §2).
+
+Results are built as plain dicts on the hot path (core.py); these models only describe them,
+for `capabilities` and for the tests, which validate every result against them. Kept apart
+from the request models so the request path does not pay for building them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .model import DecideRequest, JudgeRequest
+
+Probability = Annotated[float, Field(ge=0, le=1)]
+
+
+class _AnswerBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    probabilities: dict[str, Probability]
+    confidence: Probability = Field(description="Gateway confidence: max probability after calibration")
+    engine_confidence: Probability | None = Field(default=None, description="The engine's own number, if any")
+    abstained: bool
+    abstain_reason: Literal["below_threshold", "engine"] | None = None
+    calibrated: bool
+    rationale: str | None = None
+
+
+class NoulAnswer(_AnswerBase):
+    type: Literal["noul"]
+    p_true: Probability
+
+
+class ChoiceAnswer(_AnswerBase):
+    type: Literal["choice"]
+    choice: str
+
+
+class ScoreAnswer(_AnswerBase):
+    type: Literal["score"]
+    score: float = Field(description="Expected level (probability-weighted mean), may be fractional")
+    level: int = Field(description="Most probable level")
+
+
+Answer = Annotated[Union[NoulAnswer, ChoiceAnswer, ScoreAnswer], Field(discriminator="type")]
+Outcome = Literal["ok", "timeout", "error", "malformed", "cooling", "skipped"]
+
+
+class Attempt(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    provider: str
+    outcome: Outcome
+    latency_ms: float
+    detail: str | None
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+ErrorCode = Literal[
+    "invalid_request",
+    "config_error",
+    "provider_timeout",
+    "provider_error",
+    "malformed_response",
+    "deadline_exceeded",
+    "all_cooling",
+]
+
+
+class ErrorInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: ErrorCode
+    message: str
+
+
+class JudgeResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_version: Literal["1"]
+    request_id: str
+    status: Literal["answered", "error"]
+    answers: dict[str, Answer]
+    order: list[str] = Field(description="The configured provider chain for this request")
+    provider: str | None
+    model: str | None
+    latency_ms: float
+    attempts: list[Attempt]
+    usage: Usage
+    error: ErrorInfo | None
+
+
+class DecideResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_version: Literal["1"]
+    request_id: str
+    status: Literal["decided", "abstained", "error"]
+    decision: str | None
+    confidence: Probability | None
+    probabilities: dict[str, Probability] | None
+    rationale: str | None
+    provider: str | None
+    model: str | None
+    calibrated: bool
+    latency_ms: float
+    attempts: list[Attempt]
+    error: ErrorInfo | None
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """Request and response JSON Schemas, all from the definitions above."""
+    return {
+        "judge_request": JudgeRequest.model_json_schema(),
+        "judge_result": JudgeResult.model_json_schema(),
+        "decide_request": DecideRequest.model_json_schema(),
+        "decide_response": DecideResponse.model_json_schema(),
+    }
+
+
+
+judge_result_adapter = TypeAdapter(JudgeResult)
+decide_response_adapter = TypeAdapter(DecideResponse)
