@@ -42,6 +42,7 @@ def test_decide_flags_reach_the_request():
         (["decide", "q", "--frobnicate"], "unrecognized arguments: --frobnicate"),
         (["bogus"], "invalid choice: 'bogus'"),
         (["judge", "/no/such/file.json"], "/no/such/file.json: cannot read"),
+        (["decide", "q", "--provider", "nosuch"], "--provider: unknown provider 'nosuch'"),
     ],
 )
 def test_invalid_input_exits_2_with_a_json_error(args, expected):

@@ -162,3 +162,27 @@ def test_non_object_payload_is_invalid(mock_gateway):
     for payload in (None, [], "text", 3):
         result = mock_gateway().judge(payload)
         assert result["error"]["code"] == "invalid_request"
+
+
+def test_a_rung_that_cannot_hold_the_question_is_skipped(write_config):
+    write_config(
+        '[gateway]\nprovider = "small"\nfallback = ["mock"]\n[providers.small]\nkind = "mock"\n'
+    )
+    from system1_gateway.core import Gateway
+
+    gateway = Gateway.from_environment()
+    small = gateway.rung("small")
+    small.limits = type(small.limits)(max_options=3)
+    result = gateway.judge({"state": "s", "questions": {"c": {"type": "choice", "criteria": ["a", "b", "c", "d"]}}})
+    assert result["provider"] == "mock"
+    skipped = result["attempts"][0]
+    assert skipped["outcome"] == "skipped" and "4 options exceed this provider's max_options 3" in skipped["detail"]
+
+
+def test_health_degraded_when_the_first_rung_is_down(write_config):
+    write_config('[gateway]\nprovider = "down"\nfallback = ["mock"]\n[providers.down]\nkind = "mock"\nmode = "fail"\n')
+    from system1_gateway.core import Gateway
+
+    health = Gateway.from_environment().health()
+    assert health["status"] == "degraded" and health["reason"].startswith("down: ")
+    assert [p["ok"] for p in health["providers"]] == [False, True]

@@ -84,6 +84,17 @@ def _gateway():
     return gateway
 
 
+def _unknown_provider(gateway, name: str | None, pretty: bool) -> bool:
+    """`--provider` must name a configured rung or a provider kind (else exit 2)."""
+    from .providers import KINDS
+
+    if name is None or gateway.config.kind_of(name) in KINDS:
+        return False
+    _emit(_invalid(f"--provider: unknown provider {name!r} (kinds: {', '.join(sorted(KINDS))}, "
+                   f"or a [providers.<name>] table with a kind)"), pretty)
+    return True
+
+
 def _cmd_decide(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = {"question": args.question}
     if args.options is not None:
@@ -99,6 +110,8 @@ def _cmd_decide(args: argparse.Namespace) -> int:
     if args.request_id is not None:
         payload["request_id"] = args.request_id
     gateway = _gateway()
+    if _unknown_provider(gateway, args.provider, args.pretty):
+        return EXIT_INVALID
     gateway.warm(args.provider)
     result = gateway.decide(payload, provider=args.provider)
     _emit(result, args.pretty)
@@ -117,6 +130,8 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         _emit(_invalid(f"{where}: cannot read: {exc.strerror}"), args.pretty)
         return EXIT_INVALID
     gateway = _gateway()
+    if _unknown_provider(gateway, args.provider, args.pretty):
+        return EXIT_INVALID
     with stream:
         if args.jsonl:
             return _judge_lines(gateway, stream, where, args)

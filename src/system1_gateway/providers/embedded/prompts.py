@@ -14,20 +14,24 @@ numbers on the dev set (docs/studies/embedded-engine.md).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ...model import Question
 from ...render import render
 
-SYSTEM = "You are a helpful assistant."
-_MODE = os.environ.get("SYSTEM1_PROMPT_MODE", "heads")  # experiment switch, see the study
+# Two frames, each measured best for its kind of question on the dev set (see the study):
+# described options → a strict classifier frame; bare yes/no → a plain "Question/Input" frame
+# with capitalised Yes/No, where the classifier frame leans hard toward "no".
+CLASSIFIER = (
+    "You are a precise classifier for a coding agent. Read the question and the text, "
+    "apply the definitions literally, and answer with exactly one of the allowed options.",
+    "Text",
+)
+PLAIN = ("You are a helpful assistant.", "Input")
 
 
 def _heads(descriptions: list[Any]) -> list[str] | None:
     """Short distinct heads before ':' of every description, else None."""
-    if _MODE != "heads":
-        return None
     heads = []
     for desc in descriptions:
         if not isinstance(desc, str) or ":" not in desc:
@@ -39,18 +43,31 @@ def _heads(descriptions: list[Any]) -> list[str] | None:
     return heads if len({h.lower() for h in heads}) == len(heads) else None
 
 
-def _chat_prefix(user_block: str) -> str:
-    return f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user_block}\n\nInput:\n"
+def _chat_prefix(user_block: str, frame: tuple[str, str]) -> str:
+    system, label = frame
+    return f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user_block}\n\n{label}:\n"
 
 
 def _is_bare_yes_no(labels: list[str], descriptions: list[Any]) -> bool:
     return [label.lower() for label in labels] == ["yes", "no"] and all(d in (None, "") for d in descriptions)
 
 
+def _yes_no(instr: str, yes: Any, no: Any) -> tuple[str, list[str]]:
+    """Capitalised Yes/No in the plain frame: the least biased spelling measured for this
+    model (lower-case yes/no in the classifier frame leans hard toward "no")."""
+    lines = [f"Question: {instr}"] if instr else []
+    if yes not in (None, ""):
+        lines.append(f"Yes means: {render(yes)}")
+    if no not in (None, ""):
+        lines.append(f"No means: {render(no)}")
+    lines.append("Answer Yes or No.")
+    return _chat_prefix("\n".join(lines), PLAIN), ["Yes", "No"]
+
+
 def build(question: Question) -> tuple[str, list[str]]:
     """(prefix, options) for one canonical question; options align with its answers."""
     instr = render(question.instructions) if question.instructions is not None else ""
-    lines = [f"Question: {instr}"] if instr else []
+    lines = [instr] if instr else []
     if question.type == "noul":
         crit = question.criteria or {}
         descs = [crit.get("true"), crit.get("false")]
@@ -59,20 +76,11 @@ def build(question: Question) -> tuple[str, list[str]]:
             options = heads
             lines += ["Options:", *(f"- {render(d)}" for d in descs)]
         else:
-            # Capitalised Yes/No in a "Question:/Input:" frame: measured the least biased
-            # spelling for this model (lower-case yes/no leans hard toward "no").
-            options = ["Yes", "No"]
-            if descs[0] not in (None, ""):
-                lines.append(f"Yes means: {render(descs[0])}")
-            if descs[1] not in (None, ""):
-                lines.append(f"No means: {render(descs[1])}")
-            lines.append("Answer Yes or No.")
-            return _chat_prefix("\n".join(lines)), options
+            return _yes_no(instr, *descs)
     elif question.type == "choice":
         pairs = question.label_descriptions()
         if _is_bare_yes_no([p[0] for p in pairs], [p[1] for p in pairs]):
-            lines.append("Answer Yes or No.")
-            return _chat_prefix("\n".join(lines)), ["Yes", "No"]
+            return _yes_no(instr, None, None)
         options = list(question.labels)
         lines += ["Options:", *(
             f"- {label}: {render(desc)}" if desc is not None else f"- {label}"
@@ -87,7 +95,7 @@ def build(question: Question) -> tuple[str, list[str]]:
             options = [str(i) for i in range(len(question.criteria))]
             lines += ["Levels, lowest first:", *(f"{i}: {render(d)}" for i, d in enumerate(question.criteria))]
     lines.append("Answer with exactly one of: " + ", ".join(options) + ".")
-    return _chat_prefix("\n".join(lines)), options
+    return _chat_prefix("\n".join(lines), CLASSIFIER), options
 
 
 def suffix(state_text: str) -> str:
