@@ -84,6 +84,17 @@ def _gateway():
     return gateway
 
 
+def _warm(gateway, provider: str | None) -> None:
+    """Load the first rung's models before the request's deadline starts (one-shot process)."""
+    if sys.stderr.isatty():
+        sys.stderr.write("system1: loading the engine…\r")
+        sys.stderr.flush()
+    gateway.warm(provider)
+    if sys.stderr.isatty():
+        sys.stderr.write("\x1b[2K")
+        sys.stderr.flush()
+
+
 def _unknown_provider(gateway, name: str | None, pretty: bool) -> bool:
     """`--provider` must name a configured rung or a provider kind (else exit 2)."""
     from .providers import KINDS
@@ -112,7 +123,7 @@ def _cmd_decide(args: argparse.Namespace) -> int:
     gateway = _gateway()
     if _unknown_provider(gateway, args.provider, args.pretty):
         return EXIT_INVALID
-    gateway.warm(args.provider)
+    _warm(gateway, args.provider)
     result = gateway.decide(payload, provider=args.provider)
     _emit(result, args.pretty)
     return _exit_code(result)
@@ -141,7 +152,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         except json.JSONDecodeError as exc:
             _emit(_invalid(f"{where}: invalid JSON: {exc}"), args.pretty)
             return EXIT_INVALID
-        gateway.warm(args.provider)
+        _warm(gateway, args.provider)
         result = gateway.judge(payload, provider=args.provider)
         _emit(result, args.pretty)
         return _exit_code(result)
@@ -161,7 +172,7 @@ def _judge_lines(gateway: Any, stream: TextIO, where: str, args: argparse.Namesp
             result = _invalid(f"{where} line {number}: invalid JSON: {exc}")
         else:
             if not warmed:
-                gateway.warm(args.provider)
+                _warm(gateway, args.provider)
                 warmed = True
             result = gateway.judge(payload, provider=args.provider)
             if result["error"] and result["error"]["code"] == INVALID_REQUEST:
