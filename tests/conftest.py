@@ -50,7 +50,7 @@ def run_cli(*args, input=None, env=None, timeout=120):
     full_env = {k: v for k, v in os.environ.items()}
     full_env.update(env or {})
     proc = subprocess.run(
-        [sys.executable, "-m", "system1_gateway", *args],
+        [sys.executable, "-m", "system1_gateway.cli", *args],
         input=input, capture_output=True, text=True, env=full_env, timeout=timeout,
     )
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]

@@ -23,7 +23,7 @@ def test_decide_prints_one_json_object_and_exits_0():
 
 def test_decide_flags_reach_the_request():
     proc = subprocess.run(
-        [sys.executable, "-m", "system1_gateway", "decide", "Which tool next?", "--options", "read_file", "run_shell",
+        [sys.executable, "-m", "system1_gateway.cli", "decide", "Which tool next?", "--options", "read_file", "run_shell",
          "--context", '{"step": 3}', "--min-confidence", "0.95", "--request-id", "cli-1", "--pretty"],
         capture_output=True, text=True, env={**os.environ, **MOCK},
     )
@@ -97,7 +97,7 @@ def test_jsonl_streams_one_result_per_line_in_order():
 
 def test_jsonl_answers_each_line_before_the_next_arrives():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "system1_gateway", "judge", "--jsonl"],
+        [sys.executable, "-m", "system1_gateway.cli", "judge", "--jsonl"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **MOCK},
     )
@@ -125,5 +125,5 @@ def test_health_and_capabilities():
 
 
 def test_version_flag():
-    proc = subprocess.run([sys.executable, "-m", "system1_gateway", "--version"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("system1-gateway ")

@@ -1,7 +1,7 @@
-"""`python -m system1_gateway` runs the CLI (the MCP server takes this entry in a later release)."""
+"""`python -I -m system1_gateway`: the stdio MCP server (what MCP clients register)."""
 
 import sys
 
-from .cli import main
+from .mcp_server import main
 
 sys.exit(main())

@@ -72,6 +72,7 @@ def _parser() -> _Parser:
     common(h, provider=False)
     c = sub.add_parser("capabilities", help="version, schemas, provider chain, thresholds")
     common(c, provider=False)
+    sub.add_parser("mcp", help="run the stdio MCP server (what `python -I -m system1_gateway` runs)")
     return parser
 
 
@@ -222,7 +223,14 @@ def _cmd_capabilities(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import main as serve
+
+    return serve()
+
+
 COMMANDS = {
+    "mcp": _cmd_mcp,
     "decide": _cmd_decide,
     "judge": _cmd_judge,
     "health": _cmd_health,

@@ -190,7 +190,9 @@ class Gateway:
             request = parse_decide(payload)
         except ValidationError as exc:
             error = InvalidRequest(describe_validation_error(exc)).as_dict()
-            return _decide_response(_judge_result(rid, [], started, error=error))
+            result = _judge_result(rid, [], started, error=error)
+            self._audit(result, None)
+            return _decide_response(result)
         return _decide_response(self.judge(request.to_judge(rid), provider=provider))
 
     # -- health and capabilities ----------------------------------------------------------
@@ -226,6 +228,15 @@ class Gateway:
             "timeouts": {"timeout_s": gw.timeout_s, "deadline_s": gw.deadline_s},
             "providers": sorted(providers.KINDS),
             "schemas": json_schemas(),
+        }
+
+    def status(self) -> dict[str, Any]:
+        """Configured order, last actual route and today's counts (metadata only)."""
+        return {
+            "order": None if self.config_error else self.config.chain,
+            "config_error": self.config_error.message if self.config_error else None,
+            "min_confidence": self.config.gateway.min_confidence,
+            **audit.today_summary(),
         }
 
     # -- audit ----------------------------------------------------------------------------

@@ -123,3 +123,46 @@ def json_schemas() -> dict[str, dict[str, Any]]:
 
 judge_result_adapter = TypeAdapter(JudgeResult)
 decide_response_adapter = TypeAdapter(DecideResponse)
+
+
+class Probe(BaseModel):
+    provider: str
+    ok: bool
+    detail: str
+    model: str | None
+    latency_ms: float
+
+
+class HealthResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["ok", "degraded", "down"]
+    reason: str | None
+    providers: list[Probe]
+
+
+class CapabilitiesResult(BaseModel):
+    name: str
+    version: str
+    schema_versions: dict[str, str]
+    provider_chain: list[str] | None
+    config_error: str | None
+    thresholds: dict[str, float]
+    timeouts: dict[str, float]
+    providers: list[str]
+    schemas: dict[str, dict[str, Any]]
+
+
+class StatusResult(BaseModel):
+    order: list[str] | None
+    config_error: str | None
+    min_confidence: float
+    today: dict[str, int]
+    last_route: dict[str, Any] | None
+
+
+def tool_output_schemas() -> dict[str, dict[str, Any]]:
+    return {
+        "health": HealthResult.model_json_schema(),
+        "capabilities": CapabilitiesResult.model_json_schema(),
+        "status": StatusResult.model_json_schema(),
+    }

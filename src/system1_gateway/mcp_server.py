@@ -1,0 +1,190 @@
+"""The MCP face: five read-only tools over the gateway core, on the official `mcp` SDK.
+
+This is the only module that imports `mcp` (an SDK change touches this file alone). It uses
+the SDK's low-level `Server`, which serves both protocol eras (legacy `initialize` and
+2026-07-28 `server/discover`) on one stdio connection, so the tool schemas are exactly the
+gateway's own (generated from model.py / results.py) and argument errors carry the
+gateway's messages.
+
+Behaviour: stdout carries only protocol (the SDK moves fd 1 to stderr while serving; logs go
+to stderr and `log_file`); engine work runs in worker threads so concurrent calls are served
+concurrently and a cancelled call stops waiting; the embedded models load in the background
+after the first `tools/list`, never before the handshake.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+from typing import Any, Callable
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+from . import __version__
+from .core import Gateway
+from .errors import INVALID_REQUEST
+from .logs import LOGGER, configure
+
+log = logging.getLogger(LOGGER)
+
+INSTRUCTIONS = (
+    "Use system1_decide (one question, options) or system1_judge (typed questions over a state) for small, "
+    "recurring judgments — is this command destructive, which option fits — answered in milliseconds with "
+    "probabilities.\nDo not use them for open-ended reasoning; when a result is abstained or an error, "
+    "reason it through yourself."
+)
+
+READ_ONLY = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+NO_ARGUMENTS = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+def _schemas() -> dict[str, dict[str, Any]]:
+    from .results import json_schemas, tool_output_schemas
+
+    return {**json_schemas(), **tool_output_schemas()}
+
+
+class Tools:
+    """The tool table: name → (description, input schema, output schema, handler)."""
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        s = _schemas()
+        self.table: dict[str, tuple[str, str, dict, dict, Callable[[dict], dict]]] = {
+            "system1_decide": (
+                "Decide", "Ask one question with 2-50 options (yes/no when options are omitted); returns the "
+                "decision, its probabilities and confidence, or status 'abstained' when the engine is unsure.",
+                s["decide_request"], s["decide_response"], lambda a: self.gateway.decide(a)),
+            "system1_judge": (
+                "Judge", "Answer typed questions (noul yes/no, choice, score) about a state (text, object or "
+                "list) in one pass; returns an answer with probabilities per question id.",
+                s["judge_request"], s["judge_result"], lambda a: self.gateway.judge(a)),
+            "system1_health": (
+                "Health", "Probe every provider of the chain: ok, degraded (first rung down, a later one up) "
+                "or down, with one probe result per provider.",
+                NO_ARGUMENTS, s["health"], lambda a: self.gateway.health()),
+            "system1_capabilities": (
+                "Capabilities", "Version, schema versions, provider chain, thresholds and the full request and "
+                "response JSON Schemas.",
+                NO_ARGUMENTS, s["capabilities"], lambda a: self.gateway.capabilities()),
+            "system1_status": (
+                "Status", "Configured provider order, the last actual route and today's request, abstention "
+                "and error counts.",
+                NO_ARGUMENTS, s["status"], lambda a: self.gateway.status()),
+        }
+
+    def list(self) -> list[types.Tool]:
+        return [
+            types.Tool(name=name, title=title, description=desc, input_schema=inp, output_schema=out,
+                       annotations=READ_ONLY)
+            for name, (title, desc, inp, out, _) in self.table.items()
+        ]
+
+
+def _result(payload: dict[str, Any], is_error: bool, text: str | None = None) -> types.CallToolResult:
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text + "\n" + body if text else body)],
+        structured_content=payload,
+        is_error=is_error,
+    )
+
+
+def _error_text(message: str) -> str:
+    return f"{INVALID_REQUEST}: {message}"
+
+
+def build_server(gateway: Gateway | None = None) -> Server:
+    gateway = gateway or Gateway.from_environment()
+    tools = Tools(gateway)
+    warm_started = threading.Event()
+
+    def warm_in_background() -> None:
+        # After the handshake (first tools/list), so loading never delays it.
+        if not warm_started.is_set():
+            warm_started.set()
+            threading.Thread(target=gateway.warm, name="system1-warm", daemon=True).start()
+
+    async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        warm_in_background()
+        return types.ListToolsResult(tools=tools.list())
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        entry = tools.table.get(params.name)
+        if entry is None:
+            known = ", ".join(tools.table)
+            return _result({"error": {"code": INVALID_REQUEST, "message": f"unknown tool {params.name!r} (tools: {known})"}},
+                           True, _error_text(f"unknown tool {params.name!r}"))
+        arguments = params.arguments or {}
+        handler, input_schema = entry[4], entry[2]
+        if input_schema is NO_ARGUMENTS and arguments:
+            message = f"{next(iter(arguments))}: unknown field (this tool takes no arguments)"
+            return _result({"status": "error", "error": {"code": INVALID_REQUEST, "message": message}},
+                           True, _error_text(message))
+        warm_in_background()
+        # Off the event loop; a cancelled call (notifications/cancelled) stops waiting at once.
+        result = await anyio.to_thread.run_sync(handler, arguments, abandon_on_cancel=True)
+        error = result.get("error") if isinstance(result, dict) else None
+        if error and error.get("code") == INVALID_REQUEST:
+            return _result(result, True, _error_text(error["message"]))
+        return _result(result, False)
+
+    return Server(
+        "system1-gateway",
+        version=__version__,
+        title="System-1 Gateway",
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def _unreadable_reply(exc: Exception) -> SessionMessage:
+    """JSON-RPC's answer to a line that is not JSON (-32700) or not a message (-32600)."""
+    errors = getattr(exc, "errors", lambda: [])()
+    not_json = any(e.get("type") == "json_invalid" for e in errors)
+    code, what = (types.PARSE_ERROR, "Parse error: not JSON") if not_json else (
+        types.INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=what)))
+
+
+async def serve_stdio(server: Server | None = None) -> None:
+    server = server or build_server()
+    async with stdio_server() as (wire_in, write_stream):
+        # The SDK drops unreadable lines silently; JSON-RPC wants an error reply (id null).
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def answer_unreadable_lines() -> None:
+            async with send:
+                async for item in wire_in:
+                    if isinstance(item, Exception):
+                        log.warning("unreadable line on stdin: %s", type(item).__name__)
+                        await write_stream.send(_unreadable_reply(item))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer_unreadable_lines)
+            await server.run(receive, write_stream, server.create_initialization_options())
+
+
+def main() -> int:
+    # SIGTERM ends the server like stdin EOF does: cleanly, exit code 0.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    gateway = Gateway.from_environment()
+    gw = gateway.config.gateway
+    configure(gw.log_level, gw.log_file)
+    try:
+        anyio.run(serve_stdio, build_server(gateway))
+    except KeyboardInterrupt:
+        pass
+    return 0
