@@ -73,6 +73,8 @@ def _parser() -> _Parser:
     c = sub.add_parser("capabilities", help="version, schemas, provider chain, thresholds")
     common(c, provider=False)
     sub.add_parser("mcp", help="run the stdio MCP server (what `python -I -m system1_gateway` runs)")
+    ic = sub.add_parser("install-claude", help="print (or --apply) the command registering the MCP server in Claude Code")
+    ic.add_argument("--apply", action="store_true", help="run it (needs the `claude` CLI on PATH)")
     return parser
 
 
@@ -229,7 +231,32 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     return serve()
 
 
+def claude_command() -> list[str]:
+    """`claude mcp add` for this interpreter: user scope, stdio, isolated mode (-I)."""
+    return ["claude", "mcp", "add", "--scope", "user", "--transport", "stdio", "system1", "--",
+            sys.executable, "-I", "-m", "system1_gateway"]
+
+
+def _cmd_install_claude(args: argparse.Namespace) -> int:
+    import shlex
+    import shutil
+    import subprocess
+
+    command = claude_command()
+    print(shlex.join(command))
+    sys.stderr.write(
+        "PowerShell: quote the separator, i.e. write '--' instead of -- (PowerShell otherwise eats it).\n"
+    )
+    if not args.apply:
+        return EXIT_OK
+    if shutil.which("claude") is None:
+        sys.stderr.write("system1: the `claude` CLI is not on PATH; run the command above once it is\n")
+        return EXIT_FAILED
+    return EXIT_OK if subprocess.run(command).returncode == 0 else EXIT_FAILED
+
+
 COMMANDS = {
+    "install-claude": _cmd_install_claude,
     "mcp": _cmd_mcp,
     "decide": _cmd_decide,
     "judge": _cmd_judge,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -177,9 +178,17 @@ async def serve_stdio(server: Server | None = None) -> None:
             await server.run(receive, write_stream, server.create_initialization_options())
 
 
+def _terminate(*_: Any) -> None:
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def main() -> int:
-    # SIGTERM ends the server like stdin EOF does: cleanly, exit code 0.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # SIGTERM ends the server at once with exit code 0. Not via SystemExit: the SDK's stdin
+    # reader thread may sit in a blocking read and hold interpreter shutdown. Every message
+    # is written whole, so stopping between writes leaves the stream well-formed.
+    signal.signal(signal.SIGTERM, _terminate)
     gateway = Gateway.from_environment()
     gw = gateway.config.gateway
     configure(gw.log_level, gw.log_file)

@@ -110,13 +110,27 @@ class DecideResponse(BaseModel):
     error: ErrorInfo | None
 
 
+ANY_JSON = {"anyOf": [{"type": t} for t in ("string", "number", "boolean", "object", "array", "null")]}
+
+
+def _explicit(schema: Any) -> Any:
+    """Spell out "any JSON value" where pydantic writes `{}` (portable-schema checkers flag a
+    schema with no validation keyword as an accident)."""
+    if isinstance(schema, dict):
+        return {k: (ANY_JSON if v == {} and k in ("items", "additionalProperties") else _explicit(v))
+                for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_explicit(v) for v in schema]
+    return schema
+
+
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """Request and response JSON Schemas, all from the definitions above."""
+    """Request and response JSON Schemas, all from the model definitions."""
     return {
-        "judge_request": JudgeRequest.model_json_schema(),
-        "judge_result": JudgeResult.model_json_schema(),
-        "decide_request": DecideRequest.model_json_schema(),
-        "decide_response": DecideResponse.model_json_schema(),
+        "judge_request": _explicit(JudgeRequest.model_json_schema()),
+        "judge_result": _explicit(JudgeResult.model_json_schema()),
+        "decide_request": _explicit(DecideRequest.model_json_schema()),
+        "decide_response": _explicit(DecideResponse.model_json_schema()),
     }
 
 
@@ -162,7 +176,7 @@ class StatusResult(BaseModel):
 
 def tool_output_schemas() -> dict[str, dict[str, Any]]:
     return {
-        "health": HealthResult.model_json_schema(),
-        "capabilities": CapabilitiesResult.model_json_schema(),
-        "status": StatusResult.model_json_schema(),
+        "health": _explicit(HealthResult.model_json_schema()),
+        "capabilities": _explicit(CapabilitiesResult.model_json_schema()),
+        "status": _explicit(StatusResult.model_json_schema()),
     }
