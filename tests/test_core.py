@@ -186,3 +186,15 @@ def test_health_degraded_when_the_first_rung_is_down(write_config):
     health = Gateway.from_environment().health()
     assert health["status"] == "degraded" and health["reason"].startswith("down: ")
     assert [p["ok"] for p in health["providers"]] == [False, True]
+
+
+def test_a_provider_bug_is_a_provider_error_not_a_crash(mock_gateway):
+    gateway = mock_gateway()
+
+    def broken(request, timeout_s):
+        raise ZeroDivisionError("oops")
+
+    gateway.rung("mock").judge = broken
+    result = gateway.judge(judge_payload())
+    assert result["error"]["code"] == "provider_error"
+    assert result["attempts"][0]["detail"] == "mock: internal error (ZeroDivisionError)"

@@ -167,6 +167,12 @@ class Gateway:
                 last = exc
                 queue.pop(0)
                 continue
+            except Exception as exc:  # noqa: BLE001 - a provider bug must not take the gateway down
+                log.exception("rung %s raised an unexpected error", name)
+                last = GatewayError(f"{name}: internal error ({type(exc).__name__})", PROVIDER_ERROR)
+                attempts.append(_attempt_record(name, "error", t0, last.message))
+                queue.pop(0)
+                continue
             attempts.append(_attempt_record(name, "ok", t0, None))
             usage = _add_usage(usage, reply.usage)
             result = _judge_result(

@@ -120,7 +120,7 @@ class EmbeddedProvider:
                     raise ProviderFailure(str(exc), kind="model") from None
                 engine = LlmEngine(str(path), self.threads, n_ctx=self.settings.n_ctx,
                                    n_slots=self.settings.kv_slots, kv_dir=state_dir() / "embedded" / "kv")
-                engine.option_probs(_WARM_PREFIX, "ok<|im_end|>\n<|im_start|>assistant\n", ["yes", "no"])
+                engine.option_probs(_WARM_PREFIX, "ok", ["yes", "no"])
                 self._llm = engine
             return self._llm
 
@@ -220,7 +220,7 @@ class EmbeddedProvider:
         return Health(True, f"fast tier only (described options); {assets.LOCAL_EXTRA_HINT}", FAST_MODEL)
 
 
-_WARM_PREFIX = "<|im_start|>user\nIs this text a greeting? Answer yes or no.\n\nText:\n"
+_WARM_PREFIX = "<|im_start|>user\n"  # a few tokens: allocates compute buffers, decodes little
 
 
 def _blend(llm: Any, fast: Any, weight: float) -> Any:

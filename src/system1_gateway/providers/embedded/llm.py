@@ -30,7 +30,8 @@ from cyllama.llama import llama_cpp as cy
 
 
 PREFIX_CHUNK = 64
-KV_FILES_KEPT = 64  # ≈ 7 MB each for a 250-token question
+KV_FILES_KEPT = 64  # ≈ 5 MB each for a 250-token question
+KV_MIN_TOKENS = 32  # shorter prefixes decode faster than a file is worth
 
 
 class _Model(cy.LlamaModel):
@@ -174,7 +175,7 @@ class LlmEngine:
 
     def _save_prefix(self, slot: _Slot, prefix: list[int]) -> None:
         path = self._kv_file(prefix)
-        if path is None or path.exists():
+        if path is None or path.exists() or len(prefix) < KV_MIN_TOKENS:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
