@@ -43,7 +43,7 @@ async def round_trips(env, calls, question):
     return total, inner
 
 
-def raw_round_trips(env, calls):
+def raw_round_trips(env, calls, question=lambda i: "Is `rm -rf build/` destructive?", warmup=20):
     """The same calls over the pipe with no SDK on the client side (json + readline)."""
     import json
     import subprocess
@@ -58,16 +58,17 @@ def raw_round_trips(env, calls):
 
     rpc(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
     proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-    out = []
-    args = {"name": "system1_decide", "arguments": {"question": "Is `rm -rf build/` destructive?"}}
-    for i in range(calls + 20):
+    out, inner = [], []
+    for i in range(calls + warmup):
+        args = {"name": "system1_decide", "arguments": {"question": question(i)}}
         t0 = time.perf_counter()
-        rpc(i + 1, "tools/call", args)
-        if i >= 20:  # warm-up
+        reply = rpc(i + 1, "tools/call", args)
+        if i >= warmup:
             out.append((time.perf_counter() - t0) * 1000)
+            inner.append(reply["result"]["structuredContent"]["latency_ms"])
     proc.stdin.close()
     proc.wait(timeout=10)
-    return out
+    return out, inner
 
 
 async def spawn_to_list(env):
@@ -92,7 +93,9 @@ async def main():
     total, inner = await round_trips(mock, args.calls, lambda i: "Is `rm -rf build/` destructive?")
     report("decide round trip, mock", total)
     report("  of which gateway (latency_ms)", inner)
-    report("decide round trip, mock, raw pipe client", raw_round_trips(mock, args.calls))
+    raw, raw_inner = raw_round_trips(mock, args.calls)
+    report("decide round trip, mock, raw pipe client", raw)
+    report("  added by the MCP layer (raw client)", [t - g for t, g in zip(raw, raw_inner)])
 
     if args.embedded:
         embedded = {**os.environ, "SYSTEM1_PROVIDER": "embedded"}
@@ -101,8 +104,12 @@ async def main():
             embedded, args.embedded, lambda i: f"Is `{commands[i % len(commands)]}` destructive?")
         report("decide round trip, embedded (warm)", total)
         report("  engine + gateway (latency_ms)", inner)
-        added = [t - g for t, g in zip(total, inner)]
-        report("  added by the MCP layer (difference)", added)
+        report("  added by MCP layer + SDK client", [t - g for t, g in zip(total, inner)])
+        raw, raw_inner = raw_round_trips(embedded, args.embedded,
+                                         lambda i: f"Is `{commands[i % len(commands)]}` destructive?", warmup=5)
+        report("decide round trip, embedded, raw pipe client", raw)
+        report("  engine + gateway (latency_ms)", raw_inner)
+        report("  added by the MCP layer (raw client)", [t - g for t, g in zip(raw, raw_inner)])
 
     spawns = [await spawn_to_list(mock) for _ in range(5)]
     print(f"{'spawn to first tools/list':<44} median {statistics.median(spawns):8.1f} ms  (min {min(spawns):.1f}, max {max(spawns):.1f}, n=5)")
