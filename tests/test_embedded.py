@@ -119,8 +119,17 @@ def test_quick_start_command_makes_a_real_decision(shared_state, llm_gateway):
     code, out, err = run_cli("decide", "Is `git push --force origin main` destructive?",
                              env={"SYSTEM1_STATE_DIR": str(shared_state)}, timeout=300)
     assert code == 0, err
-    assert out[0]["provider"] == "embedded" and out[0]["status"] in ("decided", "abstained")
-    assert set(out[0]["probabilities"]) == {"yes", "no"}
+    assert out[0]["provider"] == "embedded" and set(out[0]["probabilities"]) == {"yes", "no"}
+    assert out[0]["status"] == "decided" and out[0]["decision"] == "yes"  # measured p(yes) 0.76
+
+
+@pytest.mark.models
+@needs_llm
+def test_stateless_yes_no_ranks_a_force_push_above_a_listing(llm_gateway):
+    def p_yes(question):
+        return llm_gateway.decide({"question": question, "min_confidence": 0})["probabilities"]["yes"]
+
+    assert p_yes("Is `git push --force origin main` destructive?") > p_yes("Is `ls -la` destructive?")
 
 
 def test_running_prior_removes_a_standing_bias(tmp_path):

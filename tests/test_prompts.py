@@ -51,3 +51,32 @@ def test_prefix_is_deterministic_and_holds_no_evidence():
     q = {"type": "choice", "instructions": {"ask": "which", "why": ["a", "b"]}, "criteria": ["x", "y"]}
     assert build(q) == build(q)
     assert prompts.suffix("EVIDENCE").startswith("EVIDENCE<|im_end|>")
+
+
+def test_stateless_second_frame_only_for_bare_yes_no():
+    from system1_gateway.model import parse_decide
+
+    decide = parse_decide({"question": "Is `ls` destructive?"}).to_judge("r").questions["decision"]
+    prefix, suffix = prompts.stateless_yes_no(decide)
+    assert "Question:" not in prefix and suffix.startswith("Is `ls` destructive?\nAnswer Yes or No.")
+    described = parse_judge({"state": "s", "questions": {"q": {"type": "choice", "criteria": {"a": "x", "b": "y"}}}}).questions["q"]
+    assert prompts.stateless_yes_no(described) is None
+
+
+def test_running_prior_is_not_applied_without_evidence(tmp_path, monkeypatch):
+    import numpy as np
+
+    from system1_gateway.providers.embedded import EmbeddedProvider
+
+    class StubEngine:
+        def option_probs(self, prefix, suffix, options, timeout_s=60):
+            return np.array([0.7, 0.3])
+
+    monkeypatch.setattr("system1_gateway.providers.embedded.assets.llm_available", lambda: True)
+    provider = EmbeddedProvider("embedded", {"tier": "llm", "prior_min": 1, "prior_k": 0})
+    provider._llm = StubEngine()
+    question = {"q": {"type": "noul", "instructions": "Is it risky?"}}
+    stateless = [provider.judge(parse_judge({"state": "", "questions": question}), 5).answers["q"]["p_true"] for _ in range(3)]
+    assert len(set(stateless)) == 1  # the same answer every time: no prior on a stateless question
+    with_state = [provider.judge(parse_judge({"state": f"case {i}", "questions": question}), 5).answers["q"]["p_true"] for i in range(3)]
+    assert with_state[0] > 0.5 and with_state[-1] == 0.5  # the standing 0.7 preference is divided out

@@ -44,6 +44,7 @@ from .prior import RunningPrior
 log = logging.getLogger(LOGGER)
 
 LLM_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+NO_STATE = "(no text)"  # what the engines read when a request carries no evidence
 FAST_MODEL = "all-minilm-l6-v2-int8"
 
 
@@ -170,10 +171,18 @@ class EmbeddedProvider:
         engine = self._llm_engine()
         try:
             probs = engine.option_probs(prefix, prompts.suffix(state_text), options, deadline - time.monotonic())
+            second = prompts.stateless_yes_no(question) if state_text == NO_STATE else None
+            if second is not None:
+                other = engine.option_probs(*second, options, deadline - time.monotonic())
+                probs = _blend(probs, other, 0.5)
         except EngineTimeout as exc:
             raise ProviderTimeout(f"{self.name}: {exc}") from None
         except ValueError as exc:  # prompt longer than the context window
             raise ProviderFailure(str(exc), kind="engine") from None
+        if state_text == NO_STATE:
+            # The question is the whole input: repeating it repeats one item, not a recurring
+            # question over varying evidence, so a running mean would only flatten the answer.
+            return probs
         return self._corrected("llm\x00" + prefix + "\x00".join(options), probs)
 
     def _ask_fast(self, question: Any, state_text: str) -> Any:
@@ -194,7 +203,7 @@ class EmbeddedProvider:
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
         deadline = time.monotonic() + timeout_s
-        state_text = render(request.state) or "(no text)"
+        state_text = render(request.state) or NO_STATE
         answers: dict[str, dict[str, Any]] = {}
         used: set[str] = set()
         try:

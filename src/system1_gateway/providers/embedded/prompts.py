@@ -100,3 +100,20 @@ def build(question: Question) -> tuple[str, list[str]]:
 
 def suffix(state_text: str) -> str:
     return f"{state_text}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def stateless_yes_no(question: Question) -> tuple[str, str] | None:
+    """For a bare yes/no question asked without any evidence (decide without context), the
+    subject is in the question itself. The usual frame then reads an empty input and leans
+    toward "No"; asking the bare question leans toward "Yes" (on 10 probes: p(yes) 0.19–0.72
+    vs 0.54–1.0, both ranking all 10 correctly). The engine averages the two frames' logits,
+    which cancels most of either bias. Returns the second frame as (prefix, suffix)."""
+    prefix, options = build(question)
+    if options != ["Yes", "No"] or question.instructions is None:
+        return None
+    plain_prefix = _chat_prefix_open(PLAIN[0])
+    return plain_prefix, f"{render(question.instructions)}\nAnswer Yes or No.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _chat_prefix_open(system: str) -> str:
+    return f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n"
