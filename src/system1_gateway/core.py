@@ -18,19 +18,22 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import __version__, audit, providers
+from . import __version__, audit, providers, toggle
 from .answers import finalize
 from .config import Config, load_config
 from .errors import (
     DEADLINE_EXCEEDED,
     PROVIDER_ERROR,
+    ALL_COOLING,
     ConfigError,
     GatewayError,
     InvalidRequest,
     ProviderFailure,
     ProviderTimeout,
 )
+from .cooldowns import Cooling, CooldownStore, cooldown_for
 from .logs import LOGGER, request_id_var
+from .notices import notice
 from .model import (
     DECIDE_QID,
     SCHEMA_VERSION,
@@ -57,6 +60,7 @@ class Gateway:
         self._rungs: dict[str, Any] = {}
         self._rung_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self.cooldowns = CooldownStore()
 
     @classmethod
     def from_environment(cls) -> "Gateway":
@@ -135,15 +139,27 @@ class Gateway:
     def _run(self, request: JudgeRequest, provider: str | None, started: float) -> dict[str, Any]:
         chain = self.chain(provider)
         gw = self.config.gateway
+        if toggle.paused():
+            result = _judge_result(request.request_id, chain, started, answers=_paused_answers(request))
+            self._audit(result, request)
+            return result
         threshold = request.min_confidence if request.min_confidence is not None else gw.min_confidence
         deadline = started + gw.deadline_s
         attempts: list[dict[str, Any]] = []
         usage = dict(_NO_USAGE)
         last: GatewayError | None = None
+        cooling: list[Cooling] = []
         queue = list(chain)
         retried = False
         while queue:
             name = queue[0]
+            state = self.cooldowns.check(name)
+            if isinstance(state, Cooling):
+                cooling.append(state)
+                attempts.append({"provider": name, "outcome": "cooling", "latency_ms": 0.0,
+                                 "detail": f"cooling until {_clock(state.until)} ({state.reason})"})
+                queue.pop(0)
+                continue
             remaining = deadline - time.perf_counter()
             if remaining <= 0.005:
                 last = GatewayError(f"deadline of {gw.deadline_s:g} s exhausted before rung {name!r}", DEADLINE_EXCEEDED)
@@ -155,7 +171,7 @@ class Gateway:
             except ProviderFailure as exc:
                 attempts.append(_attempt_record(name, exc.outcome, t0, exc.message))
                 last = exc
-                log.warning("rung %s failed (%s): %s", name, exc.kind, exc.message)
+                self._cool(name, exc)
                 # One retry after a timeout when this is the only rung and budget remains.
                 if isinstance(exc, ProviderTimeout) and len(chain) == 1 and not retried:
                     retried = True
@@ -173,6 +189,8 @@ class Gateway:
                 attempts.append(_attempt_record(name, "error", t0, last.message))
                 queue.pop(0)
                 continue
+            if state is True and self.cooldowns.recovered(name):
+                notice(f"recovered:{name}", "rung %s recovered", name)
             attempts.append(_attempt_record(name, "ok", t0, None))
             usage = _add_usage(usage, reply.usage)
             result = _judge_result(
@@ -181,12 +199,28 @@ class Gateway:
             )
             self._audit(result, request)
             return result
-        error = last or GatewayError("no provider answered", PROVIDER_ERROR)
-        if len(chain) > 1 and error.code != DEADLINE_EXCEEDED:
-            error = GatewayError(f"every rung failed; last: {error.message}", error.code)
+        if cooling and len(cooling) == len(chain):
+            soonest = min(cooling, key=lambda c: c.until)
+            error = GatewayError(
+                f"every rung is cooling; the soonest back is {soonest.rung!r} at {_clock(soonest.until)} "
+                f"(in {soonest.remaining_s:.0f} s)", ALL_COOLING)
+        else:
+            error = last or GatewayError("no provider answered", PROVIDER_ERROR)
+            if len(chain) > 1 and error.code != DEADLINE_EXCEEDED:
+                error = GatewayError(f"every rung failed; last: {error.message}", error.code)
+        notice(f"exhausted:{','.join(chain)}:{error.code}", "provider chain %s exhausted: %s", chain, error.message)
         result = _judge_result(request.request_id, chain, started, attempts=attempts, error=error.as_dict())
         self._audit(result, request)
         return result
+
+    def _cool(self, name: str, exc: ProviderFailure) -> None:
+        seconds = cooldown_for(exc.kind, exc.retry_after_s)
+        if seconds is None:
+            notice(f"failed:{name}:{exc.kind}", "rung %s failed (%s): %s", name, exc.kind, exc.message)
+            return
+        cooled = self.cooldowns.cool(name, seconds, f"{exc.kind}: {exc.message[:160]}")
+        notice(f"cooling:{name}:{cooled.until:.0f}", "rung %s failed (%s), cooling until %s: %s",
+               name, exc.kind, _clock(cooled.until), exc.message)
 
     # -- decide ---------------------------------------------------------------------------
     def decide(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
@@ -266,6 +300,29 @@ class Gateway:
         audit.record(entry, debug)
 
 
+def _clock(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(epoch))
+
+
+def _paused_answers(request: JudgeRequest) -> dict[str, dict[str, Any]]:
+    """Every question abstains while paused; uniform probabilities say "no opinion"."""
+    answers = {}
+    for qid, q in request.questions.items():
+        labels = ["true", "false"] if q.type == "noul" else q.labels
+        probs = {label: round(1 / len(labels), 6) for label in labels}
+        answer: dict[str, Any] = {"type": q.type, "probabilities": probs}
+        if q.type == "noul":
+            answer["p_true"] = 0.5
+        elif q.type == "choice":
+            answer["choice"] = labels[0]
+        else:
+            answer.update(score=round(sum(int(k) * p for k, p in probs.items()), 4), level=0)
+        answer.update(confidence=round(1 / len(labels), 6), abstained=True, abstain_reason="paused",
+                      calibrated=False, rationale="paused: `system1 toggle on` resumes decisions")
+        answers[qid] = answer
+    return answers
+
+
 def _request_id(payload: Any) -> str:
     rid = payload.get("request_id") if isinstance(payload, dict) else getattr(payload, "request_id", None)
     return rid if isinstance(rid, str) and 0 < len(rid) <= 200 else uuid.uuid4().hex
@@ -337,6 +394,7 @@ def _decide_response(judged: dict[str, Any]) -> dict[str, Any]:
         "provider": judged["provider"],
         "model": judged["model"],
         "calibrated": bool(answer and answer["calibrated"]),
+        "abstain_reason": answer["abstain_reason"] if status == "abstained" else None,
         "latency_ms": judged["latency_ms"],
         "attempts": judged["attempts"],
         "error": judged["error"],

@@ -22,7 +22,7 @@ class _AnswerBase(BaseModel):
     confidence: Probability = Field(description="Gateway confidence: max probability after calibration")
     engine_confidence: Probability | None = Field(default=None, description="The engine's own number, if any")
     abstained: bool
-    abstain_reason: Literal["below_threshold", "engine"] | None = None
+    abstain_reason: Literal["below_threshold", "engine", "paused"] | None = None
     calibrated: bool
     rationale: str | None = None
 

@@ -30,7 +30,7 @@ class MockSettings(Settings):
     model: str = "mock-1"
     latency_ms: float = Field(default=0.0, ge=0, le=600_000)
     mode: Literal["answer", "abstain", "fail", "timeout", "malformed"] = "answer"
-    failure: Literal["engine", "credentials", "quota", "model", "rate_limit", "overload", "transport"] = "engine"
+    failure: Literal["engine", "credentials", "quota", "model", "rate_limit", "overload", "transport", "server"] = "engine"
     malformed: Literal[MALFORMED_KINDS] = "sum"  # type: ignore[valid-type]
     confidence: float = Field(default=0.9, gt=0, le=1)
     answer: str | None = Field(default=None, description="Force this label (or true/false) everywhere")

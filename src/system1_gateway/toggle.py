@@ -1,0 +1,25 @@
+"""`system1 toggle on|off`: pause every decision from the next request, no restart.
+
+A flag file in the state directory: one `stat` per request, shared by every process.
+"""
+
+from __future__ import annotations
+
+from .paths import state_dir
+
+
+def _flag():
+    return state_dir() / "paused"
+
+
+def paused() -> bool:
+    return _flag().exists()
+
+
+def set_paused(value: bool) -> None:
+    flag = _flag()
+    if value:
+        flag.parent.mkdir(parents=True, exist_ok=True)
+        flag.write_text("paused by `system1 toggle off`; `system1 toggle on` resumes\n")
+    else:
+        flag.unlink(missing_ok=True)
