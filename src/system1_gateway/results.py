@@ -105,6 +105,8 @@ class DecideResponse(BaseModel):
     provider: str | None
     model: str | None
     calibrated: bool
+    abstain_reason: Literal["below_threshold", "engine", "paused"] | None = Field(
+        default=None, description="Why the decision is null when status is abstained")
     latency_ms: float
     attempts: list[Attempt]
     error: ErrorInfo | None
