@@ -172,6 +172,8 @@ class Gateway:
                 attempts.append(_attempt_record(name, exc.outcome, t0, exc.message))
                 last = exc
                 self._cool(name, exc)
+                if not exc.advance:
+                    break
                 # One retry after a timeout when this is the only rung and budget remains.
                 if isinstance(exc, ProviderTimeout) and len(chain) == 1 and not retried:
                     retried = True
@@ -206,7 +208,7 @@ class Gateway:
                 f"(in {soonest.remaining_s:.0f} s)", ALL_COOLING)
         else:
             error = last or GatewayError("no provider answered", PROVIDER_ERROR)
-            if len(chain) > 1 and error.code != DEADLINE_EXCEEDED:
+            if len(chain) > 1 and error.code != DEADLINE_EXCEEDED and getattr(error, "advance", True):
                 error = GatewayError(f"every rung failed; last: {error.message}", error.code)
         notice(f"exhausted:{','.join(chain)}:{error.code}", "provider chain %s exhausted: %s", chain, error.message)
         result = _judge_result(request.request_id, chain, started, attempts=attempts, error=error.as_dict())

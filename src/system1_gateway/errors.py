@@ -43,11 +43,13 @@ class ProviderFailure(GatewayError):
     """
 
     def __init__(self, message: str, *, kind: str = "engine", code: str = PROVIDER_ERROR,
-                 outcome: str = "error", retry_after_s: float | None = None):
+                 outcome: str = "error", retry_after_s: float | None = None, advance: bool = True):
         super().__init__(message, code)
         self.kind = kind
         self.outcome = outcome
         self.retry_after_s = retry_after_s
+        # False for a refusal of this very request (SPEC §3: never advances the waterfall).
+        self.advance = advance
 
 
 class MalformedAnswer(ProviderFailure):

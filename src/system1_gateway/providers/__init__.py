@@ -13,6 +13,7 @@ from ..errors import ConfigError
 KINDS: dict[str, str] = {
     "embedded": "system1_gateway.providers.embedded:EmbeddedProvider",
     "mock": "system1_gateway.providers.mock:MockProvider",
+    "systemone": "system1_gateway.providers.systemone:SystemOneProvider",
 }
 
 

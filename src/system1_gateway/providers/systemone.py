@@ -1,0 +1,263 @@
+"""`systemone`: any server speaking the Jev `/v1/systemone` wire (reference/protocols.md §1),
+parsed tolerantly across the dialects of §11 (error bodies, status codes, score legend and
+probability key shapes, usage missing vs zero, `noul` vs `noul_raw` vs `probability`).
+
+Failure classes (what the waterfall does with them, core.py / cooldowns.py):
+  401 / 403 → credentials (cools 300 s); 402, or a 400 whose body speaks of credits, quota,
+  balance or billing → quota (300 s); 404 naming the model → model (300 s); 429 → rate_limit;
+  503 / 529 → overload; other 5xx → server (30 s or the server's Retry-After, ≤ 300 s);
+  connection refused / reset / DNS / connect timeout → transport (30 s); a read past the
+  attempt's time → timeout (no cooling); a body that is not a valid answer → malformed (no
+  cooling); any other 4xx → the engine rejected the request: an error that does not advance.
+
+The adapter never retries; the whole exchange, body included, is bounded by the attempt's
+timeout (a slow-drip body is cut at the deadline). Loopback endpoints bypass system proxies;
+other hosts are refused unless `allow_remote = true`. The bearer key comes only from the
+environment variable named by `api_key_env` and never appears in errors or logs.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import ipaddress
+import json
+import os
+import re
+import time
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import Field, field_validator
+
+from ..errors import ConfigError, ProviderFailure, ProviderTimeout
+from ..model import JudgeRequest
+from .base import Health, Limits, Reply, Settings, parse_settings
+
+QUOTA_WORDS = re.compile(r"credit|quota|balance|billing|insufficient[_ ]funds|payment required", re.I)
+SECRET_KEYS = {"api_key", "key", "token", "bearer", "password", "secret"}
+
+
+class SystemOneSettings(Settings):
+    endpoint: str = Field(description="base URL, e.g. http://127.0.0.1:8080 (or the full …/v1/systemone URL)")
+    model: str = Field(min_length=1, description="model name sent with every request")
+    api_key_env: str | None = Field(default=None, description="NAME of the environment variable holding the bearer key")
+    allow_remote: bool = False
+    max_options: int = Field(default=255, ge=2, le=256)
+    expect_model: str | None = Field(default=None, description="reject answers reporting another model")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value.rstrip("/")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def error_message(body: Any) -> str | None:
+    """The official SDK's extraction order: error (str), error.message, message, detail (str),
+    detail.message, detail[*].msg."""
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error")
+    if isinstance(err, str):
+        return err
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        return err["message"]
+    if isinstance(body.get("message"), str):
+        return body["message"]
+    detail = body.get("detail")
+    if isinstance(detail, str):
+        return detail
+    if isinstance(detail, dict) and isinstance(detail.get("message"), str):
+        return detail["message"]
+    if isinstance(detail, list):
+        msgs = [f"{'.'.join(map(str, d.get('loc', [])))}: {d.get('msg')}" for d in detail if isinstance(d, dict)]
+        return "; ".join(msgs) or None
+    return None
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """`retry-after-ms` first, then `retry-after` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+class SystemOneProvider:
+    kind: ClassVar[str] = "systemone"
+
+    def __init__(self, name: str, settings: dict[str, Any]):
+        secret = sorted(SECRET_KEYS & set(settings))
+        if secret:
+            raise ConfigError(f"[providers.{name}] {secret[0]}: secrets are never read from the config file; "
+                              f"set api_key_env to the name of an environment variable holding the key")
+        self.name = name
+        self.settings: SystemOneSettings = parse_settings(SystemOneSettings, name, settings)
+        host = urlsplit(self.settings.endpoint).hostname or ""
+        self.local = is_loopback(host)
+        if not self.local and not self.settings.allow_remote:
+            raise ConfigError(f"[providers.{name}] endpoint: {host} is not a loopback address; "
+                              f"set allow_remote = true to send decisions off this machine")
+        base = self.settings.endpoint
+        self.url = base if base.endswith("/v1/systemone") else base + "/v1/systemone"
+        self.root = self.url[: -len("/v1/systemone")]
+        self.limits = Limits(max_options=self.settings.max_options, needs_credentials=bool(self.settings.api_key_env))
+        # Local calls bypass system proxies (trust_env=False); remote ones honour them.
+        self._client = httpx.Client(trust_env=not self.local, follow_redirects=False)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        env = self.settings.api_key_env
+        if env:
+            key = os.environ.get(env)
+            if not key:
+                raise ProviderFailure(f"{self.name}: environment variable {env} is not set", kind="credentials")
+            headers["authorization"] = f"Bearer {key}"
+        return headers
+
+    def _body(self, request: JudgeRequest) -> bytes:
+        questions = {}
+        for qid, q in request.questions.items():
+            wire = q.model_dump(mode="json", exclude_none=True)
+            wire["type"] = q.type  # canonical "noul" for every alias
+            questions[qid] = wire
+        return json.dumps({"model": self.settings.model, "state": request.state, "questions": questions}).encode()
+
+    # -- the exchange ----------------------------------------------------------------------
+    def _post(self, body: bytes, timeout_s: float) -> tuple[httpx.Response, bytes]:
+        deadline = time.monotonic() + timeout_s
+        timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0))
+        try:
+            with self._client.stream("POST", self.url, content=body, headers=self._headers(), timeout=timeout) as resp:
+                chunks = []
+                for chunk in resp.iter_bytes():
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:  # a slow-drip body: stop at the deadline
+                        raise ProviderTimeout(f"{self.name}: body still arriving after {timeout_s:.2f} s")
+                return resp, b"".join(chunks)
+        except (httpx.ConnectTimeout, httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError,
+                httpx.WriteError, httpx.PoolTimeout) as exc:
+            raise ProviderFailure(f"{self.name}: transport failure ({type(exc).__name__})", kind="transport") from None
+        except (httpx.ReadTimeout, httpx.WriteTimeout):
+            raise ProviderTimeout(f"{self.name}: no answer within {timeout_s:.2f} s") from None
+
+    def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
+        resp, raw = self._post(self._body(request), timeout_s)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        if resp.status_code != 200:
+            raise self._failure(resp, body)
+        if not isinstance(body, dict):
+            raise ProviderFailure(f"{self.name}: response is not a JSON object", kind="malformed",
+                                  code="malformed_response", outcome="malformed")
+        return self._reply(request, body)
+
+    def _failure(self, resp: httpx.Response, body: Any) -> ProviderFailure:
+        status = resp.status_code
+        message = (error_message(body) or resp.reason_phrase or "")[:300]
+        detail = f"{self.name}: HTTP {status}" + (f": {message}" if message else "")
+        wait = retry_after(resp.headers)
+        if status in (401, 403):
+            return ProviderFailure(detail, kind="credentials")
+        if status == 402 or (status in (400, 403, 429) and QUOTA_WORDS.search(message)):
+            return ProviderFailure(detail, kind="quota")
+        if status == 404 and "model" in message.lower():
+            return ProviderFailure(detail, kind="model")
+        if status == 429:
+            return ProviderFailure(detail, kind="rate_limit", retry_after_s=wait)
+        if status in (503, 529):
+            return ProviderFailure(detail, kind="overload", retry_after_s=wait)
+        if status == 408:
+            return ProviderTimeout(detail)
+        if status >= 500:
+            return ProviderFailure(detail, kind="server", retry_after_s=wait)
+        # Any other 4xx: the engine refused this request. Another engine would not do better
+        # with the same (already validated) input, so it does not advance.
+        return ProviderFailure(detail, kind="rejected", advance=False)
+
+    def _reply(self, request: JudgeRequest, body: dict[str, Any]) -> Reply:
+        model = body.get("model") if isinstance(body.get("model"), str) else self.settings.model
+        expect = self.settings.expect_model
+        if expect and model != expect:
+            raise ProviderFailure(f"{self.name}: answered by model {model!r}, expected {expect!r}",
+                                  kind="malformed", code="malformed_response", outcome="malformed")
+        answers_in = body.get("answers")
+        if not isinstance(answers_in, dict):
+            raise ProviderFailure(f"{self.name}: 'answers' missing or not an object", kind="malformed",
+                                  code="malformed_response", outcome="malformed")
+        answers = {qid: _answer(request.questions[qid], answers_in[qid])
+                   for qid in request.questions if qid in answers_in}
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        return Reply(answers=answers, model=model, usage={
+            k: usage[k] if isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool) else None
+            for k in ("input_tokens", "output_tokens")})
+
+    def health(self, timeout_s: float) -> Health:
+        try:
+            headers = self._headers()
+        except ProviderFailure as exc:
+            return Health(False, exc.message, self.settings.model)
+        last = "no health endpoint answered"
+        for path in ("/health", "/healthz", "/v1/models"):
+            try:
+                resp = self._client.get(self.root + path, headers=headers, timeout=httpx.Timeout(timeout_s))
+            except httpx.HTTPError as exc:
+                return Health(False, f"unreachable ({type(exc).__name__})", self.settings.model)
+            if resp.status_code == 200:
+                return Health(True, f"{path} answered 200", self.settings.model)
+            last = f"{path} answered {resp.status_code}"
+        return Health(False, last, self.settings.model)
+
+
+def _answer(question: Any, raw: Any) -> Any:
+    """One wire answer in canonical raw form; shapes the gateway cannot use pass through
+    for answers.py to reject with a precise message."""
+    if not isinstance(raw, dict):
+        return raw
+    out: dict[str, Any] = {"type": "noul" if raw.get("type") in ("noul", "bool", "boolean", "predicate") else raw.get("type")}
+    if isinstance(raw.get("confidence"), (int, float)):
+        out["engine_confidence"] = raw["confidence"]
+    if question.type == "noul":
+        for key in ("noul_raw", "noul", "probability", "p_true"):
+            if raw.get(key) is not None:
+                out["p_true"] = raw[key]
+                break
+        out.pop("engine_confidence", None)  # noul confidences are max(p, 1-p) or banded: not comparable
+    elif question.type == "choice":
+        out["choice"] = raw.get("choice")
+        out["probabilities"] = raw.get("probabilities")
+    else:
+        probs = raw.get("probabilities")
+        if isinstance(probs, list):  # [{"value": i, "probability": p}] or [p0, p1, …]
+            probs = {str(p.get("value", i)) if isinstance(p, dict) else str(i):
+                     (p.get("probability") if isinstance(p, dict) else p) for i, p in enumerate(probs)}
+        elif isinstance(probs, dict):
+            probs = {str(k): v for k, v in probs.items()}
+        out["probabilities"] = probs
+    if raw.get("abstained") is True or raw.get("abstention") is True:
+        out["abstained"] = True
+    return out

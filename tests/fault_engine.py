@@ -1,0 +1,134 @@
+"""A local `/v1/systemone` engine that fails on purpose (fault injection for the waterfall).
+
+Speaks the Jev wire of reference/protocols.md §1 when it answers; `mode` picks the failure.
+Binds 127.0.0.1 only; every handler is bounded in time so the server always stops.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODES = ("ok", "hang", "drip", "429", "529", "503", "401", "402", "400_credits", "500",
+         "invalid_json", "wrong_model", "not_argmax", "partial", "422")
+HANG_S = 20.0
+
+
+def answers_for(questions: dict, first_p: float = 0.8) -> dict:
+    out = {}
+    for qid, q in questions.items():
+        if q["type"] == "noul":
+            out[qid] = {"type": "noul", "noul": first_p}
+            continue
+        crit = q["criteria"]
+        labels = list(crit) if q["type"] == "choice" else [str(i) for i in range(len(crit))]
+        rest = (1 - first_p) / (len(labels) - 1)
+        probs = {label: (first_p if i == 0 else rest) for i, label in enumerate(labels)}
+        if q["type"] == "choice":
+            out[qid] = {"type": "choice", "choice": labels[0], "probabilities": probs, "confidence": 0.7}
+        else:
+            out[qid] = {"type": "score", "score": sum(int(k) * p for k, p in probs.items()), "probabilities": probs,
+                        "legend": {str(i): str(c) for i, c in enumerate(crit)}, "confidence": 0.6}
+    return out
+
+
+class FaultEngine:
+    def __init__(self, mode: str = "ok", model: str = "fault-1"):
+        self.mode = mode
+        self.model = model
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _send(self, status, body, headers=None):
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._send(200 if engine.mode == "ok" else 503, {"status": engine.mode})
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length))
+                engine.requests.append(body)
+                engine.headers.append(dict(self.headers))
+                mode = engine.mode
+                if mode == "hang":
+                    time.sleep(HANG_S)
+                    return
+                answers = answers_for(body["questions"])
+                ok = {"model": engine.model, "answers": answers, "usage": {"input_tokens": 40, "output_tokens": 2}}
+                if mode == "drip":
+                    data = json.dumps(ok).encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    try:
+                        for i in range(min(len(data), int(HANG_S * 10))):
+                            self.wfile.write(data[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.1)
+                    except OSError:  # the client gave up: expected
+                        pass
+                    return
+                errors = {
+                    "429": (429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": "7"}),
+                    "529": (529, {"error": {"message": "overloaded"}}, {"retry-after-ms": "4500"}),
+                    "503": (503, {"detail": "model loading"}, {}),
+                    "401": (401, {"detail": "invalid api key"}, {}),
+                    "402": (402, {"error": "payment required"}, {}),
+                    "400_credits": (400, {"error": {"message": "Your credits are exhausted for this billing period"}}, {}),
+                    "500": (500, {"detail": "internal error"}, {}),
+                    "422": (422, {"detail": [{"loc": ["body", "state"], "msg": "too long", "type": "value_error"}]}, {}),
+                }
+                if mode in errors:
+                    status, err, headers = errors[mode]
+                    self._send(status, err, headers)
+                elif mode == "invalid_json":
+                    self._send(200, b"{not json")
+                elif mode == "wrong_model":
+                    self._send(200, {**ok, "model": "someone-else-2"})
+                elif mode == "not_argmax":
+                    for a in answers.values():
+                        if a["type"] == "choice":
+                            a["choice"] = list(a["probabilities"])[-1]
+                    self._send(200, ok)
+                elif mode == "partial":
+                    answers.pop(next(iter(answers)))
+                    self._send(200, ok)
+                else:
+                    self._send(200, ok)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def closed_port() -> int:
+    """A loopback port with nothing listening (connection refused)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
