@@ -72,6 +72,16 @@ def _parser() -> _Parser:
     common(h, provider=False)
     c = sub.add_parser("capabilities", help="version, schemas, provider chain, thresholds")
     common(c, provider=False)
+    st = sub.add_parser("status", help="order, credentials present, cooldowns, last route, today's counts, toggle")
+    common(st, provider=False)
+    o = sub.add_parser("order", help="set the provider chain (rewrites provider/fallback in the config file)")
+    o.add_argument("names", nargs="+", metavar="PROVIDER")
+    common(o, provider=False)
+    r = sub.add_parser("retry", help="clear every cooldown")
+    common(r, provider=False)
+    t = sub.add_parser("toggle", help="pause (off) or resume (on) every decision, from the next request")
+    t.add_argument("state", choices=["on", "off", "status"])
+    common(t, provider=False)
     sub.add_parser("mcp", help="run the stdio MCP server (what `python -I -m system1_gateway` runs)")
     ic = sub.add_parser("install-claude", help="print (or --apply) the command registering the MCP server in Claude Code")
     ic.add_argument("--apply", action="store_true", help="run it (needs the `claude` CLI on PATH)")
@@ -225,6 +235,41 @@ def _cmd_capabilities(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_status(args: argparse.Namespace) -> int:
+    result = _gateway().status()
+    _emit(result, args.pretty)
+    return EXIT_FAILED if result["config_error"] else EXIT_OK
+
+
+def _cmd_order(args: argparse.Namespace) -> int:
+    from .config_edit import write_order
+    from .errors import ConfigError
+
+    try:
+        path = write_order(args.names)
+    except ConfigError as exc:
+        _emit(_invalid(exc.message), args.pretty)
+        return EXIT_INVALID
+    _emit({"order": args.names, "config": str(path)}, args.pretty)
+    return EXIT_OK
+
+
+def _cmd_retry(args: argparse.Namespace) -> int:
+    from .cooldowns import CooldownStore
+
+    _emit({"cleared": CooldownStore().clear()}, args.pretty)
+    return EXIT_OK
+
+
+def _cmd_toggle(args: argparse.Namespace) -> int:
+    from . import toggle
+
+    if args.state != "status":
+        toggle.set_paused(args.state == "off")
+    _emit({"paused": toggle.paused()}, args.pretty)
+    return EXIT_OK
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from .mcp_server import main as serve
 
@@ -256,6 +301,10 @@ def _cmd_install_claude(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
+    "status": _cmd_status,
+    "order": _cmd_order,
+    "retry": _cmd_retry,
+    "toggle": _cmd_toggle,
     "install-claude": _cmd_install_claude,
     "mcp": _cmd_mcp,
     "decide": _cmd_decide,

@@ -160,6 +160,12 @@ class Gateway:
                                  "detail": f"cooling until {_clock(state.until)} ({state.reason})"})
                 queue.pop(0)
                 continue
+            creds = self._missing_credentials(name)
+            if creds:  # not a failure: this rung cannot be the start without its key
+                attempts.append({"provider": name, "outcome": "skipped", "latency_ms": 0.0, "detail": creds})
+                last = GatewayError(f"{name}: {creds}", PROVIDER_ERROR)
+                queue.pop(0)
+                continue
             remaining = deadline - time.perf_counter()
             if remaining <= 0.005:
                 last = GatewayError(f"deadline of {gw.deadline_s:g} s exhausted before rung {name!r}", DEADLINE_EXCEEDED)
@@ -214,6 +220,16 @@ class Gateway:
         result = _judge_result(request.request_id, chain, started, attempts=attempts, error=error.as_dict())
         self._audit(result, request)
         return result
+
+    def _missing_credentials(self, name: str) -> str | None:
+        try:
+            check = getattr(self.rung(name), "credentials", None)
+        except GatewayError:
+            return None  # reported by the attempt itself
+        if check is None:
+            return None
+        needed, present, env = check()
+        return f"no credentials: environment variable {env} is not set" if needed and not present else None
 
     def _cool(self, name: str, exc: ProviderFailure) -> None:
         seconds = cooldown_for(exc.kind, exc.retry_after_s)
@@ -272,12 +288,41 @@ class Gateway:
             "schemas": json_schemas(),
         }
 
+    def credentials(self, name: str) -> dict[str, Any]:
+        """Whether a rung's credentials are present locally (never their values)."""
+        try:
+            provider = self.rung(name)
+        except GatewayError as exc:
+            return {"needed": None, "present": None, "env": None, "error": exc.message}
+        check = getattr(provider, "credentials", None)
+        needed, present, env = check() if check else (False, True, None)
+        return {"needed": needed, "present": present, "env": env, "error": None}
+
+    def starting_rung(self) -> str | None:
+        """The first rung with credentials present and not cooling (no probing)."""
+        cooling = {c.rung for c in self.cooldowns.active()}
+        for name in self.config.chain:
+            if name not in cooling and self.credentials(name)["present"]:
+                return name
+        return None
+
     def status(self) -> dict[str, Any]:
-        """Configured order, last actual route and today's counts (metadata only)."""
+        """Order, credentials, cooldowns, route, counts and toggle state (metadata only)."""
+        if self.config_error:
+            rungs: dict[str, Any] = {}
+        else:
+            rungs = {name: {"kind": self.config.kind_of(name), "credentials": self.credentials(name)}
+                     for name in self.config.chain}
         return {
             "order": None if self.config_error else self.config.chain,
             "config_error": self.config_error.message if self.config_error else None,
+            "paused": toggle.paused(),
             "min_confidence": self.config.gateway.min_confidence,
+            "rungs": rungs,
+            "cooldowns": [{"rung": c.rung, "reason": c.reason, "until": _iso(c.until),
+                           "remaining_s": round(c.remaining_s, 1)} for c in self.cooldowns.active()],
+            "preferred_start": None if self.config_error else self.config.chain[0],
+            "actual_start": None if self.config_error else self.starting_rung(),
             **audit.today_summary(),
         }
 
@@ -300,6 +345,10 @@ class Gateway:
         if not self.config_error and self.config.gateway.log_level == "DEBUG" and request is not None:
             debug = {"request": request.model_dump(mode="json"), "answers": result["answers"]}
         audit.record(entry, debug)
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(epoch))
 
 
 def _clock(epoch: float) -> str:

@@ -168,10 +168,22 @@ class CapabilitiesResult(BaseModel):
     schemas: dict[str, dict[str, Any]]
 
 
+class CoolingEntry(BaseModel):
+    rung: str
+    reason: str
+    until: str
+    remaining_s: float
+
+
 class StatusResult(BaseModel):
     order: list[str] | None
     config_error: str | None
+    paused: bool
     min_confidence: float
+    rungs: dict[str, dict[str, Any]] = Field(description="kind and credential presence per rung (never values)")
+    cooldowns: list[CoolingEntry]
+    preferred_start: str | None
+    actual_start: str | None = Field(description="first rung with credentials present and not cooling")
     today: dict[str, int]
     last_route: dict[str, Any] | None
 

@@ -127,6 +127,11 @@ class SystemOneProvider:
         # Local calls bypass system proxies (trust_env=False); remote ones honour them.
         self._client = httpx.Client(trust_env=not self.local, follow_redirects=False)
 
+    def credentials(self) -> tuple[bool, bool, str | None]:
+        """(needed, present, variable name): checked locally, the value is never read out."""
+        env = self.settings.api_key_env
+        return bool(env), bool(env and os.environ.get(env)), env
+
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json"}
         env = self.settings.api_key_env
