@@ -11,7 +11,8 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 from .logs import LOGGER
 from .paths import state_dir
@@ -25,19 +26,33 @@ def audit_path():
     return state_dir() / "logs" / "audit.jsonl"
 
 
+_handle: tuple[Path, TextIO] | None = None  # kept open: one append per request, no open/close
+
+
+def _file() -> TextIO:
+    global _handle
+    path = audit_path()
+    if _handle is None or _handle[0] != path:
+        if _handle is not None:
+            _handle[1].close()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _handle = (path, path.open("a", encoding="utf-8"))
+    return _handle[1]
+
+
 def record(entry: dict[str, Any], debug: dict[str, Any] | None = None) -> None:
     global _warned
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **entry}
     if debug is not None:
         line["debug"] = debug
     text = json.dumps(line, ensure_ascii=False, default=str)
-    _log.info("audit %s", text)
+    if _log.isEnabledFor(logging.INFO):
+        _log.info("audit %s", text)
     try:
-        path = audit_path()
         with _lock:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            fh = _file()
+            fh.write(text + "\n")
+            fh.flush()  # one write(2) per record: lines from concurrent processes never interleave
     except OSError as exc:
         if not _warned:
             _warned = True

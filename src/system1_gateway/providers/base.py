@@ -60,6 +60,9 @@ class Provider(Protocol):
     kind: ClassVar[str]
     name: str
     limits: Limits
+    # Optional: `self_timed = True` when judge() itself never runs past timeout_s (the core
+    # then calls it inline instead of on a worker thread); `credentials() -> (needed,
+    # present, env_var_name)`; `warm()` to load models before a request's clock starts.
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply: ...
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from ..errors import ProviderFailure
+from ..errors import ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from .base import Health, Limits, Reply, Settings, parse_settings
 
@@ -38,6 +38,7 @@ class MockSettings(Settings):
 
 class MockProvider:
     kind: ClassVar[str] = "mock"
+    self_timed: ClassVar[bool] = True  # never runs past its timeout: the core calls it inline
 
     def __init__(self, name: str, settings: dict[str, Any]):
         self.name = name
@@ -61,10 +62,11 @@ class MockProvider:
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
         s = self.settings
-        if s.mode == "timeout":
-            time.sleep(timeout_s + 0.05)
-        elif s.latency_ms:
-            time.sleep(min(s.latency_ms / 1000, timeout_s + 0.05))
+        if s.mode == "timeout" or s.latency_ms / 1000 > timeout_s:
+            time.sleep(timeout_s)  # an engine that would answer too late: give up at the timeout
+            raise ProviderTimeout(f"{self.name}: no answer within {timeout_s:.2f} s")
+        if s.latency_ms:
+            time.sleep(s.latency_ms / 1000)
         if s.mode == "fail":
             raise ProviderFailure(f"mock failure ({s.failure})", kind=s.failure)
         answers: dict[str, dict[str, Any]] = {}
