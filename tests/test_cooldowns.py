@@ -131,3 +131,23 @@ def test_eight_processes_share_the_cooldown_state(write_config, tmp_path):
     assert len(records) == 400 and 1 <= tried_bad <= 8  # the rung cooled after (at most) one failure per process race
     (cooling,) = CooldownStore(tmp_path / "state" / "state.db").active()
     assert cooling.rung == "bad" and cooling.reason.startswith("transport")
+
+
+def test_per_request_deadline_overrides_the_configured_one(write_config):
+    write_config('[gateway]\nprovider = "slow"\nfallback = ["mock"]\ntimeout_s = 5\ndeadline_s = 8\n'
+                 '[providers.slow]\nkind = "mock"\nmode = "timeout"\n')
+    t0 = time.perf_counter()
+    result = Gateway.from_environment().judge({**judge_payload(), "deadline_s": 0.4})
+    elapsed = time.perf_counter() - t0
+    assert elapsed <= 0.4 + 0.05 and result["provider"] == "mock"
+    assert result["attempts"][0]["outcome"] == "timeout" and result["attempts"][0]["latency_ms"] < 250
+
+
+def test_notices_are_deduplicated_for_a_minute(caplog):
+    from system1_gateway import notices
+
+    caplog.set_level("WARNING")
+    key = f"test:{time.time()}"
+    assert notices.notice(key, "rung %s failed", "x") is True
+    assert notices.notice(key, "rung %s failed", "x") is False
+    assert sum("rung x failed" in r.message for r in caplog.records) == 1

@@ -149,7 +149,8 @@ class Gateway:
             self._audit(result, request)
             return result
         threshold = request.min_confidence if request.min_confidence is not None else gw.min_confidence
-        deadline = started + gw.deadline_s
+        deadline_s = request.deadline_s or gw.deadline_s
+        deadline = started + deadline_s
         attempts: list[dict[str, Any]] = []
         usage = dict(_NO_USAGE)
         last: GatewayError | None = None
@@ -173,7 +174,7 @@ class Gateway:
                 continue
             remaining = deadline - time.perf_counter()
             if remaining <= 0.005:
-                last = GatewayError(f"deadline of {gw.deadline_s:g} s exhausted before rung {name!r}", DEADLINE_EXCEEDED)
+                last = GatewayError(f"deadline of {deadline_s:g} s exhausted before rung {name!r}", DEADLINE_EXCEEDED)
                 break
             timeout_s = min(gw.timeout_s, remaining / len(queue))  # a fair share for every later rung
             t0 = time.perf_counter()
