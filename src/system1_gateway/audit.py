@@ -9,34 +9,35 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
 from .logs import LOGGER
-from .paths import state_dir
+from .paths import state_file
 
 _log = logging.getLogger(LOGGER + ".audit")
 _lock = threading.Lock()
 _warned = False
 
 
-def audit_path():
-    return state_dir() / "logs" / "audit.jsonl"
+def audit_path() -> Path:
+    return Path(state_file("logs", "audit.jsonl"))
 
 
-_handle: tuple[Path, TextIO] | None = None  # kept open: one append per request, no open/close
+_handle: tuple[str, TextIO] | None = None  # kept open: one append per request, no open/close
 
 
 def _file() -> TextIO:
     global _handle
-    path = audit_path()
+    path = state_file("logs", "audit.jsonl")
     if _handle is None or _handle[0] != path:
         if _handle is not None:
             _handle[1].close()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _handle = (path, path.open("a", encoding="utf-8"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _handle = (path, open(path, "a", encoding="utf-8"))  # noqa: SIM115 - kept open on purpose
     return _handle[1]
 
 

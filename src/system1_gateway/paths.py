@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -9,8 +10,22 @@ from pathlib import Path
 
 def state_dir() -> Path:
     """`~/.system1-gateway` (or `SYSTEM1_STATE_DIR`): models cache, audit log, shared state."""
-    override = os.environ.get("SYSTEM1_STATE_DIR")
+    return _state_dir(os.environ.get("SYSTEM1_STATE_DIR"), os.environ.get("HOME"))
+
+
+def state_file(*parts: str) -> str:
+    """A path under the state dir as a string, memoised: it is looked up on every request."""
+    return _state_file(os.environ.get("SYSTEM1_STATE_DIR"), os.environ.get("HOME"), parts)
+
+
+@functools.lru_cache(maxsize=32)
+def _state_dir(override: str | None, home: str | None) -> Path:
     return Path(override).expanduser() if override else Path.home() / ".system1-gateway"
+
+
+@functools.lru_cache(maxsize=128)
+def _state_file(override: str | None, home: str | None, parts: tuple[str, ...]) -> str:
+    return str(_state_dir(override, home).joinpath(*parts))
 
 
 def config_path() -> Path:

@@ -5,15 +5,18 @@ A flag file in the state directory: one `stat` per request, shared by every proc
 
 from __future__ import annotations
 
-from .paths import state_dir
+import os
+from pathlib import Path
+
+from .paths import state_file
 
 
-def _flag():
-    return state_dir() / "paused"
+def _flag() -> Path:
+    return Path(state_file("paused"))
 
 
 def paused() -> bool:
-    return _flag().exists()
+    return os.path.exists(state_file("paused"))
 
 
 def set_paused(value: bool) -> None:
