@@ -121,3 +121,9 @@ def test_example_config_is_valid_and_documents_every_key(monkeypatch):
     for var in GATEWAY_ENV.values():
         assert var in text, var
     assert config.chain[0] == "embedded"
+
+
+def test_credential_variables_are_not_settings(monkeypatch):
+    monkeypatch.setenv("SYSTEM1_LAYA_API_KEY", "sk-1")
+    monkeypatch.setenv("SYSTEM1_LAYA_MODEL", "english")
+    assert load_config().provider_settings("laya") == {"model": "english"}

@@ -36,6 +36,9 @@ GATEWAY_ENV = {
 _RESERVED_ENV = set(GATEWAY_ENV.values()) | {"SYSTEM1_CONFIG", "SYSTEM1_STATE_DIR"}
 
 
+CREDENTIAL_KEYS = {"api_key", "key", "token", "bearer", "password", "secret"}
+
+
 class GatewaySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     provider: str = Field(default="embedded", min_length=1)
@@ -77,8 +80,11 @@ class Config:
         settings = {k: v for k, v in self.providers.get(name, {}).items() if k != "kind"}
         prefix = "SYSTEM1_" + re.sub(r"[^A-Z0-9]", "_", name.upper()) + "_"
         for var, value in os.environ.items():
-            if var.startswith(prefix) and var not in _RESERVED_ENV:
-                settings[var[len(prefix):].lower()] = value
+            key = var[len(prefix):].lower()
+            # SYSTEM1_<NAME>_API_KEY and friends are credentials the provider reads itself,
+            # not settings (a secret never becomes a setting).
+            if var.startswith(prefix) and var not in _RESERVED_ENV and key not in CREDENTIAL_KEYS:
+                settings[key] = value
         return settings
 
 

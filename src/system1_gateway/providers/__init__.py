@@ -12,6 +12,7 @@ from ..errors import ConfigError
 
 KINDS: dict[str, str] = {
     "embedded": "system1_gateway.providers.embedded:EmbeddedProvider",
+    "laya": "system1_gateway.providers.laya:LayaProvider",
     "mock": "system1_gateway.providers.mock:MockProvider",
     "systemone": "system1_gateway.providers.systemone:SystemOneProvider",
 }

@@ -30,12 +30,12 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import Field, field_validator
 
+from ..config import CREDENTIAL_KEYS as SECRET_KEYS
 from ..errors import ConfigError, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from .base import Health, Limits, Reply, Settings, parse_settings
 
 QUOTA_WORDS = re.compile(r"credit|quota|balance|billing|insufficient[_ ]funds|payment required", re.I)
-SECRET_KEYS = {"api_key", "key", "token", "bearer", "password", "secret"}
 
 
 class SystemOneSettings(Settings):
@@ -114,7 +114,7 @@ class SystemOneProvider:
             raise ConfigError(f"[providers.{name}] {secret[0]}: secrets are never read from the config file; "
                               f"set api_key_env to the name of an environment variable holding the key")
         self.name = name
-        self.settings: SystemOneSettings = parse_settings(SystemOneSettings, name, settings)
+        self.settings: SystemOneSettings = self._parse(name, settings)
         host = urlsplit(self.settings.endpoint).hostname or ""
         self.local = is_loopback(host)
         if not self.local and not self.settings.allow_remote:
@@ -126,6 +126,9 @@ class SystemOneProvider:
         self.limits = Limits(max_options=self.settings.max_options, needs_credentials=bool(self.settings.api_key_env))
         # Local calls bypass system proxies (trust_env=False); remote ones honour them.
         self._client = httpx.Client(trust_env=not self.local, follow_redirects=False)
+
+    def _parse(self, name: str, settings: dict[str, Any]) -> Any:
+        return parse_settings(SystemOneSettings, name, settings)
 
     def credentials(self) -> tuple[bool, bool, str | None]:
         """(needed, present, variable name): checked locally, the value is never read out."""
