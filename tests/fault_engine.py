@@ -12,7 +12,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODES = ("ok", "hang", "drip", "429", "529", "503", "401", "402", "400_credits", "500",
+MODES = ("von", "von_422", "ok", "hang", "drip", "429", "529", "503", "401", "402", "400_credits", "500",
          "invalid_json", "wrong_model", "not_argmax", "partial", "422")
 HANG_S = 20.0
 
@@ -95,6 +95,18 @@ class FaultEngine:
                     "500": (500, {"detail": "internal error"}, {}),
                     "422": (422, {"detail": [{"loc": ["body", "state"], "msg": "too long", "type": "value_error"}]}, {}),
                 }
+                if mode == "von":  # banded noul + noul_raw, fixed model, output_tokens = answers
+                    for a in answers.values():
+                        if a["type"] == "noul":
+                            p = a["noul"]
+                            a["noul_raw"] = p
+                            a["noul"] = 0.8 + 0.1 * (p - 0.5) if p >= 0.5 else 0.2 - 0.1 * (0.5 - p)
+                    self._send(200, {"model": "von-1.3.0", "answers": answers,
+                                     "usage": {"input_tokens": 12, "output_tokens": len(answers)}})
+                    return
+                if mode == "von_422":
+                    self._send(422, {"detail": "checkpoint option_marker.pt not found"})
+                    return
                 if mode in errors:
                     status, err, headers = errors[mode]
                     self._send(status, err, headers)

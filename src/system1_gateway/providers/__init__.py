@@ -12,9 +12,11 @@ from ..errors import ConfigError
 
 KINDS: dict[str, str] = {
     "embedded": "system1_gateway.providers.embedded:EmbeddedProvider",
+    "jev": "system1_gateway.providers.jev:JevProvider",
     "laya": "system1_gateway.providers.laya:LayaProvider",
     "mock": "system1_gateway.providers.mock:MockProvider",
     "systemone": "system1_gateway.providers.systemone:SystemOneProvider",
+    "von": "system1_gateway.providers.von:VonProvider",
 }
 
 

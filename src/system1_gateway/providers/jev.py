@@ -1,0 +1,42 @@
+"""`jev`: TypeSafe's hosted Jev API (reference/protocols.md §1), on the systemone wire.
+
+Differences from the generic kind: the endpoint defaults to the hosted API (remote by
+nature, so `allow_remote` defaults to true), the bearer key comes only from
+`SYSTEM1_JEV_API_KEY`, and the model defaults to a pinned version: `jev-latest` moves under
+you, so using it logs a warning. `retry-after-ms` / `retry-after` feed the cooldowns.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+from ..errors import ConfigError
+from ..logs import LOGGER
+from .base import parse_settings
+from .systemone import SystemOneProvider, SystemOneSettings
+
+KEY_ENV = "SYSTEM1_JEV_API_KEY"
+PINNED = "jev-1.13.0"
+log = logging.getLogger(LOGGER)
+
+
+class JevSettings(SystemOneSettings):
+    endpoint: str = "https://api.typesafe.ai"
+    model: str = PINNED
+    allow_remote: bool = True
+
+
+class JevProvider(SystemOneProvider):
+    kind: ClassVar[str] = "jev"
+
+    def __init__(self, name: str, settings: dict[str, Any]):
+        if "api_key_env" in settings:
+            raise ConfigError(f"[providers.{name}] api_key_env: the Jev key is read from {KEY_ENV} only")
+        super().__init__(name, {**settings, "api_key_env": KEY_ENV})
+        if self.settings.model in ("jev-latest", "jev-preview"):
+            log.warning("[providers.%s] model %r is a moving alias; pin a version such as %r",
+                        name, self.settings.model, PINNED)
+
+    def _parse(self, name: str, settings: dict[str, Any]) -> Any:
+        return parse_settings(JevSettings, name, settings)
