@@ -11,12 +11,12 @@ from system1_gateway.providers.base import Limits
 
 from fault_engine import closed_port
 
-NETWORK = {"systemone", "laya", "jev", "von"}
+NETWORK = {"systemone", "laya", "jev", "von", "ollama"}
 
 
 def usable(kind, port):
     if kind in NETWORK:
-        return {"endpoint": f"http://127.0.0.1:{port}", **({"model": "m"} if kind == "systemone" else {})}
+        return {"endpoint": f"http://127.0.0.1:{port}", **({"model": "m"} if kind in ("systemone", "ollama") else {})}
     return {}
 
 
@@ -40,4 +40,4 @@ def test_declares_limits_and_probes_health_within_its_timeout(kind):
 @pytest.mark.parametrize("kind", sorted(NETWORK - {"jev"}))  # jev is the hosted API: remote by design
 def test_network_providers_refuse_remote_hosts_by_default(kind):
     with pytest.raises(ConfigError, match="not a loopback address"):
-        build(kind, kind, {"endpoint": "http://192.0.2.10:8000", "model": "m"} if kind == "systemone" else {"endpoint": "http://192.0.2.10:8000"})
+        build(kind, kind, {"endpoint": "http://192.0.2.10:8000", "model": "m"} if kind in ("systemone", "ollama") else {"endpoint": "http://192.0.2.10:8000"})

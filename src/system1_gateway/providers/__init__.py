@@ -15,6 +15,7 @@ KINDS: dict[str, str] = {
     "jev": "system1_gateway.providers.jev:JevProvider",
     "laya": "system1_gateway.providers.laya:LayaProvider",
     "mock": "system1_gateway.providers.mock:MockProvider",
+    "ollama": "system1_gateway.providers.ollama:OllamaProvider",
     "systemone": "system1_gateway.providers.systemone:SystemOneProvider",
     "von": "system1_gateway.providers.von:VonProvider",
 }

@@ -154,11 +154,11 @@ class SystemOneProvider:
         return json.dumps({"model": self.settings.model, "state": request.state, "questions": questions}).encode()
 
     # -- the exchange ----------------------------------------------------------------------
-    def _post(self, body: bytes, timeout_s: float) -> tuple[httpx.Response, bytes]:
+    def _post(self, body: bytes, timeout_s: float, url: str | None = None) -> tuple[httpx.Response, bytes]:
         deadline = time.monotonic() + timeout_s
         timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0))
         try:
-            with self._client.stream("POST", self.url, content=body, headers=self._headers(), timeout=timeout) as resp:
+            with self._client.stream("POST", url or self.url, content=body, headers=self._headers(), timeout=timeout) as resp:
                 chunks = []
                 for chunk in resp.iter_bytes():
                     chunks.append(chunk)
