@@ -92,7 +92,15 @@ def finalize(request: JudgeRequest, raw_answers: Any, threshold: float) -> dict[
     for qid, question in request.questions.items():
         if qid not in raw_answers:
             raise MalformedAnswer(f"answers.{qid}: missing")
-        answer = _canonical(question, raw_answers[qid], f"answers.{qid}")
+        raw = raw_answers[qid]
+        if isinstance(raw, dict) and raw.get("type") == "refusal":
+            # A per-question refusal is a typed no-answer entry: never coerced into a value,
+            # never a reason to advance (SPEC §3).
+            result[qid] = {"type": "refusal", "question_type": question.type, "abstained": True,
+                           "abstain_reason": "refused", "calibrated": False,
+                           "rationale": raw.get("rationale") if isinstance(raw.get("rationale"), str) else None}
+            continue
+        answer = _canonical(question, raw, f"answers.{qid}")
         # Calibration (SPEC §6) plugs in here, before the threshold; none is fitted yet.
         confidence = max(answer["probabilities"].values())
         engine_abstained = answer.pop("engine_abstained")

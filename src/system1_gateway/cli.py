@@ -246,12 +246,19 @@ def _cmd_order(args: argparse.Namespace) -> int:
     from .errors import ConfigError
 
     try:
-        path = write_order(args.names)
+        path = write_order(args.names, confirm=_ask_person if sys.stdin.isatty() else None)
     except ConfigError as exc:
         _emit(_invalid(exc.message), args.pretty)
         return EXIT_INVALID
     _emit({"order": args.names, "config": str(path)}, args.pretty)
     return EXIT_OK
+
+
+def _ask_person(text: str) -> bool:
+    sys.stderr.write(text + "\nType 'yes' to confirm: ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    return answer == "yes"
 
 
 def _cmd_retry(args: argparse.Namespace) -> int:

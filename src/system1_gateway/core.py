@@ -302,7 +302,10 @@ class Gateway:
             return {"needed": None, "present": None, "env": None, "error": exc.message}
         check = getattr(provider, "credentials", None)
         needed, present, env = check() if check else (False, True, None)
-        return {"needed": needed, "present": present, "env": env, "error": None}
+        info = {"needed": needed, "present": present, "env": env, "error": None}
+        if getattr(provider, "credentials_note", None):
+            info["note"] = provider.credentials_note
+        return info
 
     def starting_rung(self) -> str | None:
         """The first rung with credentials present and not cooling (no probing)."""
@@ -445,8 +448,8 @@ def _decide_response(judged: dict[str, Any]) -> dict[str, Any]:
         "request_id": judged["request_id"],
         "status": status,
         "decision": answer["choice"] if status == "decided" else None,
-        "confidence": answer["confidence"] if answer else None,
-        "probabilities": answer["probabilities"] if answer else None,
+        "confidence": answer.get("confidence") if answer else None,
+        "probabilities": answer.get("probabilities") if answer else None,
         "rationale": answer.get("rationale") if answer else None,
         "provider": judged["provider"],
         "model": judged["model"],

@@ -27,6 +27,18 @@ class _AnswerBase(BaseModel):
     rationale: str | None = None
 
 
+class RefusalAnswer(BaseModel):
+    """The engine refused this one question: no value, no probabilities, never faked."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["refusal"]
+    question_type: Literal["noul", "choice", "score"]
+    abstained: Literal[True]
+    abstain_reason: Literal["refused"]
+    calibrated: Literal[False]
+    rationale: str | None = None
+
+
 class NoulAnswer(_AnswerBase):
     type: Literal["noul"]
     p_true: Probability
@@ -43,7 +55,7 @@ class ScoreAnswer(_AnswerBase):
     level: int = Field(description="Most probable level")
 
 
-Answer = Annotated[Union[NoulAnswer, ChoiceAnswer, ScoreAnswer], Field(discriminator="type")]
+Answer = Annotated[Union[NoulAnswer, ChoiceAnswer, ScoreAnswer, RefusalAnswer], Field(discriminator="type")]
 Outcome = Literal["ok", "timeout", "error", "malformed", "cooling", "skipped"]
 
 
@@ -105,7 +117,7 @@ class DecideResponse(BaseModel):
     provider: str | None
     model: str | None
     calibrated: bool
-    abstain_reason: Literal["below_threshold", "engine", "paused"] | None = Field(
+    abstain_reason: Literal["below_threshold", "engine", "paused", "refused"] | None = Field(
         default=None, description="Why the decision is null when status is abstained")
     latency_ms: float
     attempts: list[Attempt]

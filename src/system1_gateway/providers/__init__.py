@@ -16,6 +16,7 @@ KINDS: dict[str, str] = {
     "laya": "system1_gateway.providers.laya:LayaProvider",
     "mock": "system1_gateway.providers.mock:MockProvider",
     "ollama": "system1_gateway.providers.ollama:OllamaProvider",
+    "openai": "system1_gateway.providers.openai:OpenAIProvider",
     "systemone": "system1_gateway.providers.systemone:SystemOneProvider",
     "von": "system1_gateway.providers.von:VonProvider",
 }

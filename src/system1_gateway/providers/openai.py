@@ -1,0 +1,158 @@
+"""`openai`: the OpenAI Decisions API (`gpt-6-luna`, `POST /v1/decisions`) through the official
+`openai` SDK (`client.decisions.create`, `max_retries=0`), reference/protocols.md §5.
+
+* The credential is `SYSTEM1_OPENAI_API_KEY` only; a generic `OPENAI_API_KEY` is ignored (a
+  key meant for something else must never start paid decisions), and `status` says so.
+* Questions go in sequential batches of at most 400, answers are mapped back by position;
+  `noul` ↔ `predicate` (true/false descriptions appended to the instructions); choice values
+  and score levels are rebuilt from the request.
+* A per-question `refusal` stays a typed no-answer entry (answers.py), never a fake value.
+* Adding this rung to the order needs an interactive confirmation of the billing
+  precautions (config_edit.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from ..errors import ProviderFailure, ProviderTimeout
+from ..model import JudgeRequest
+from ..render import render
+from .base import Health, Limits, Reply, Settings, parse_settings
+from .systemone import QUOTA_WORDS, retry_after
+
+KEY_ENV = "SYSTEM1_OPENAI_API_KEY"
+BATCH = 400
+
+
+class OpenAISettings(Settings):
+    endpoint: str = Field(default="https://api.openai.com/v1", description="the SDK's base URL")
+    model: str = "gpt-6-luna"
+    max_options: int = Field(default=255, ge=2, le=255)
+
+
+class OpenAIProvider:
+    kind: ClassVar[str] = "openai"
+    credentials_note = "only SYSTEM1_OPENAI_API_KEY is read; a generic OPENAI_API_KEY is ignored on purpose"
+
+    def __init__(self, name: str, settings: dict[str, Any]):
+        self.name = name
+        self.settings: OpenAISettings = parse_settings(OpenAISettings, name, settings)
+        self.limits = Limits(max_options=self.settings.max_options, max_questions=100_000, needs_credentials=True)
+
+    def credentials(self) -> tuple[bool, bool, str | None]:
+        return True, bool(os.environ.get(KEY_ENV)), KEY_ENV
+
+    def _client(self, timeout_s: float) -> Any:
+        from openai import OpenAI  # heavy: imported only when this rung runs
+
+        return OpenAI(api_key=os.environ.get(KEY_ENV, ""), base_url=self.settings.endpoint,
+                      max_retries=0, timeout=timeout_s)
+
+    @staticmethod
+    def _question(q: Any) -> dict[str, Any]:
+        instr = render(q.instructions) if q.instructions is not None else ""
+        if q.type == "noul":
+            crit = q.criteria or {}
+            for word, key in (("True", "true"), ("False", "false")):
+                if crit.get(key) not in (None, ""):
+                    instr += f"\n{word} means: {render(crit[key])}"
+            return {"type": "predicate", "instructions": instr}
+        if q.type == "choice":
+            choices = [{"value": label, **({"description": render(d)} if d not in (None, "") else {})}
+                       for label, d in q.label_descriptions()]
+            return {"type": "choice", "instructions": instr, "choices": choices}
+        levels = [{"label": str(i), "description": render(d)} for i, d in enumerate(q.criteria)]
+        return {"type": "score", "instructions": instr, "levels": levels}
+
+    @staticmethod
+    def _answer(q: Any, raw: Any) -> Any:
+        raw = raw if isinstance(raw, dict) else (raw.model_dump() if hasattr(raw, "model_dump") else raw)
+        if not isinstance(raw, dict):
+            return raw
+        kind = raw.get("type")
+        if kind == "refusal":
+            return {"type": "refusal"}
+        out: dict[str, Any] = {"type": "noul" if kind == "predicate" else kind}
+        if isinstance(raw.get("confidence"), (int, float)):
+            out["engine_confidence"] = raw["confidence"]
+        if kind == "predicate":
+            out["p_true"] = raw.get("probability")
+        elif kind == "choice":
+            out["choice"] = raw.get("choice")
+            out["probabilities"] = {str(p.get("value")): p.get("probability")
+                                    for p in raw.get("probabilities") or [] if isinstance(p, dict)}
+        elif kind == "score":
+            out["probabilities"] = {str(p.get("value")): p.get("probability")
+                                    for p in raw.get("probabilities") or [] if isinstance(p, dict)}
+        return out
+
+    def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
+        import time
+
+        import openai
+
+        deadline = time.monotonic() + timeout_s
+        state = request.state if isinstance(request.state, str) else json.dumps(request.state, separators=(",", ":"))
+        items = list(request.questions.items())
+        answers: dict[str, Any] = {}
+        usage: dict[str, int | None] = {"input_tokens": None, "output_tokens": None}
+        model = self.settings.model
+        for start in range(0, len(items), BATCH):  # sequential: the batches share one deadline
+            batch = items[start : start + BATCH]
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProviderTimeout(f"{self.name}: no time left for batch {start // BATCH + 1}")
+            try:
+                resp = self._client(remaining).decisions.create(
+                    model=self.settings.model, input=state, questions=[self._question(q) for _, q in batch])
+            except openai.APIStatusError as exc:
+                raise self._failure(exc) from None
+            except openai.APITimeoutError:
+                raise ProviderTimeout(f"{self.name}: no answer within {remaining:.2f} s") from None
+            except openai.APIConnectionError as exc:
+                raise ProviderFailure(f"{self.name}: transport failure ({type(exc).__name__})", kind="transport") from None
+            got = list(resp.answers or [])
+            if len(got) != len(batch):
+                raise ProviderFailure(f"{self.name}: {len(got)} answers for {len(batch)} questions",
+                                      kind="malformed", code="malformed_response", outcome="malformed")
+            for (qid, q), raw in zip(batch, got):  # by position: `name` may be null
+                answers[qid] = self._answer(q, raw)
+            model = getattr(resp, "model", None) or model
+            u = getattr(resp, "usage", None)
+            for key in ("input_tokens", "output_tokens"):
+                value = getattr(u, key, None) if u is not None else None
+                if isinstance(value, int):
+                    usage[key] = (usage[key] or 0) + value
+        return Reply(answers=answers, model=model, usage=usage)
+
+    def _failure(self, exc: Any) -> ProviderFailure:
+        status = exc.status_code
+        body = exc.body if isinstance(exc.body, dict) else {}
+        err = body.get("error", body) if isinstance(body, dict) else {}
+        message = str((err or {}).get("message") or exc.message)[:300]
+        code = str((err or {}).get("code") or "")
+        detail = f"{self.name}: HTTP {status}: {message}"
+        wait = retry_after(exc.response.headers) if exc.response is not None else None
+        if status in (401, 403):
+            return ProviderFailure(detail, kind="credentials")
+        if status == 402 or code == "insufficient_quota" or (status in (400, 429) and QUOTA_WORDS.search(message)):
+            return ProviderFailure(detail, kind="quota")
+        if status == 404:
+            return ProviderFailure(detail, kind="model")
+        if status == 429:
+            return ProviderFailure(detail, kind="rate_limit", retry_after_s=wait)
+        if status in (503, 529):
+            return ProviderFailure(detail, kind="overload", retry_after_s=wait)
+        if status >= 500:
+            return ProviderFailure(detail, kind="server", retry_after_s=wait)
+        return ProviderFailure(detail, kind="rejected", advance=False)
+
+    def health(self, timeout_s: float) -> Health:
+        if not os.environ.get(KEY_ENV):
+            return Health(False, f"{KEY_ENV} is not set ({self.credentials_note})", self.settings.model)
+        return Health(True, "credentials present (not probed: every call may be billed)", self.settings.model)
