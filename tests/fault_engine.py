@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from local_http import LocalServer, QuietHandler
 
 MODES = ("von", "von_422", "ok", "hang", "drip", "429", "529", "503", "401", "402", "400_credits", "500",
          "invalid_json", "wrong_model", "not_argmax", "partial", "422")
@@ -43,26 +43,14 @@ class FaultEngine:
         self.headers: list[dict] = []
         engine = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # quiet
-                pass
-
-            def _send(self, status, body, headers=None):
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+        class Handler(QuietHandler):
+            _send = QuietHandler.send_json
 
             def do_GET(self):
                 self._send(200 if engine.mode == "ok" else 503, {"status": engine.mode})
 
             def do_POST(self):
-                length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length))
+                body = self.read_json()
                 engine.requests.append(body)
                 engine.headers.append(dict(self.headers))
                 mode = engine.mode
@@ -125,16 +113,11 @@ class FaultEngine:
                 else:
                     self._send(200, ok)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self._thread.start()
+        self._local = LocalServer(Handler)
+        self.port, self.url = self._local.port, self._local.url
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self._local.close()
 
 
 def closed_port() -> int:

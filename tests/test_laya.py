@@ -4,14 +4,13 @@ of upstream `laya[serve]` (reference/protocols.md §2, §3)."""
 import json
 import os
 import subprocess
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
+from local_http import LocalServer, QuietHandler
 from system1_gateway.config import Config, GatewaySettings
 from system1_gateway.core import Gateway
 
@@ -100,17 +99,8 @@ class UpstreamLaya:
         self.routed, self.loaded, self.requests = routed, list(loaded), []
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, body):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        class Handler(QuietHandler):
+            _send = QuietHandler.send_json
 
             def do_GET(self):
                 if self.path == "/health":
@@ -119,7 +109,7 @@ class UpstreamLaya:
                     self._send(404, {"detail": "Not Found"})
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                body = self.read_json()
                 fake.requests.append(body)
                 answers = answers_for(body["questions"], first_p=0.7)
                 for a in answers.values():
@@ -128,13 +118,11 @@ class UpstreamLaya:
                 self._send(200, {"model": "laya-rl-agent", "answers": answers, "usage": {"input_tokens": 42, "output_tokens": 0},
                                  "routing": {"model": fake.routed, "reason": f"explicit model='{body.get('model')}'"}})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self._local = LocalServer(Handler)
+        self.url = self._local.url
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self._local.close()
 
 
 @pytest.fixture

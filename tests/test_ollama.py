@@ -2,11 +2,10 @@
 
 import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from local_http import LocalServer, QuietHandler
 from system1_gateway.config import Config, GatewaySettings
 from system1_gateway.core import Gateway
 
@@ -20,23 +19,14 @@ class FakeOllama:
         self.top = None  # list of (token, logprob) for the first position
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, body):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        class Handler(QuietHandler):
+            _send = QuietHandler.send_json
 
             def do_GET(self):
                 self._send(200, {"version": "0.13.0"} if self.path == "/api/version" else {"error": "not found"})
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                body = self.read_json()
                 fake.requests.append(body)
                 if fake.mode == "missing_model":
                     return self._send(404, {"error": f"model '{body['model']}' not found, try pulling it first"})
@@ -50,13 +40,11 @@ class FakeOllama:
                                           "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top]}]
                 self._send(200, reply)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self._local = LocalServer(Handler)
+        self.url = self._local.url
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self._local.close()
 
 
 @pytest.fixture

@@ -7,12 +7,11 @@ import pty
 import select
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from local_http import LocalServer, QuietHandler
 from system1_gateway.config import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
@@ -25,22 +24,11 @@ class FakeDecisions:
         self.auth = []
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, body, headers=None):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+        class Handler(QuietHandler):
+            _send = QuietHandler.send_json
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                body = self.read_json()
                 fake.auth.append(self.headers.get("authorization"))
                 errors = {"401": (401, "Incorrect API key provided", "invalid_api_key", {}),
                           "429": (429, "Rate limit reached", "rate_limit_exceeded", {"retry-after": "11"}),
@@ -67,13 +55,11 @@ class FakeDecisions:
                 self._send(200, {"model": "gpt-6-luna", "answers": answers,
                                  "usage": {"input_tokens": 50, "output_tokens": 3, "total_tokens": 53}})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self._local = LocalServer(Handler, "/v1")
+        self.url = self._local.url
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self._local.close()
 
 
 @pytest.fixture

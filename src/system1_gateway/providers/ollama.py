@@ -84,16 +84,7 @@ class OllamaProvider(SystemOneProvider):
                 "top_logprobs": TOP, "options": {"temperature": 0, "num_predict": 4},
                 "messages": self._messages(question, state_text, say)}
         remaining = max(0.01, deadline - time.monotonic())
-        resp, raw = self._post(json.dumps(body).encode(), remaining, self.chat_url)
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if resp.status_code != 200:
-            raise self._failure(resp, data)
-        if not isinstance(data, dict):
-            raise ProviderFailure(f"{self.name}: response is not a JSON object", kind="malformed",
-                                  code="malformed_response", outcome="malformed")
+        data = self._exchange(json.dumps(body).encode(), remaining, self.chat_url)
         if isinstance(data.get("error"), str):  # a failure reported with status 200
             raise ProviderFailure(f"{self.name}: {data['error'][:300]}", kind="server")
         message = data.get("message") if isinstance(data.get("message"), dict) else {}

@@ -171,18 +171,22 @@ class SystemOneProvider:
         except (httpx.ReadTimeout, httpx.WriteTimeout):
             raise ProviderTimeout(f"{self.name}: no answer within {timeout_s:.2f} s") from None
 
-    def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
-        resp, raw = self._post(self._body(request), timeout_s)
+    def _exchange(self, body: bytes, timeout_s: float, url: str | None = None) -> dict[str, Any]:
+        """POST, then the JSON object of a 200, or the failure its status and body mean."""
+        resp, raw = self._post(body, timeout_s, url)
         try:
-            body = json.loads(raw) if raw else None
+            data = json.loads(raw) if raw else None
         except ValueError:
-            body = None
+            data = None
         if resp.status_code != 200:
-            raise self._failure(resp, body)
-        if not isinstance(body, dict):
+            raise self._failure(resp, data)
+        if not isinstance(data, dict):
             raise ProviderFailure(f"{self.name}: response is not a JSON object", kind="malformed",
                                   code="malformed_response", outcome="malformed")
-        return self._reply(request, body)
+        return data
+
+    def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
+        return self._reply(request, self._exchange(self._body(request), timeout_s))
 
     def _failure(self, resp: httpx.Response, body: Any) -> ProviderFailure:
         status = resp.status_code
