@@ -41,6 +41,7 @@ class FaultEngine:
         self.model = model
         self.requests: list[dict] = []
         self.headers: list[dict] = []
+        self.compressed: list[int] = []
         engine = self
 
         class Handler(QuietHandler):
@@ -50,7 +51,14 @@ class FaultEngine:
                 self._send(200 if engine.mode == "ok" else 503, {"status": engine.mode})
 
             def do_POST(self):
-                body = self.read_json()
+                if self.headers.get("content-encoding") == "zstd":
+                    import zstandard
+
+                    raw = self.rfile.read(int(self.headers["content-length"]))
+                    engine.compressed.append(len(raw))
+                    body = json.loads(zstandard.ZstdDecompressor().decompress(raw))
+                else:
+                    body = self.read_json()
                 engine.requests.append(body)
                 engine.headers.append(dict(self.headers))
                 mode = engine.mode

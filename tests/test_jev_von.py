@@ -75,3 +75,14 @@ def test_von_engine_422_is_operational(engine):
     first = result["attempts"][0]
     assert first["outcome"] == "error" and "engine failure (HTTP 422)" in first["detail"]
     assert result["provider"] == "mock" and [c.rung for c in gw.cooldowns.active()] == ["von"]
+
+
+def test_jev_zstd_compresses_large_bodies(engine, monkeypatch):
+    monkeypatch.setenv("SYSTEM1_JEV_API_KEY", "k")
+    engine.model = "jev-1.13.0"
+    gw = gateway("jev", engine.url, zstd=True)
+    small = gw.judge({"state": "ls", "questions": QUESTIONS})
+    big = gw.judge({"state": "log line\n" * 500, "questions": QUESTIONS})
+    assert small["provider"] == big["provider"] == "jev"
+    assert len(engine.compressed) == 1 and engine.compressed[0] < 1024  # only the large body, and it shrank
+    assert engine.requests[1]["state"].count("log line") == 500

@@ -4,6 +4,7 @@ Differences from the generic kind: the endpoint defaults to the hosted API (remo
 nature, so `allow_remote` defaults to true), the bearer key comes only from
 `SYSTEM1_JEV_API_KEY`, and the model defaults to a pinned version: `jev-latest` moves under
 you, so using it logs a warning. `retry-after-ms` / `retry-after` feed the cooldowns.
+`zstd = true` compresses request bodies of 1 KiB and more, as the official SDK does.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ PINNED = "jev-1.13.0"
 log = logging.getLogger(LOGGER)
 
 
+ZSTD_MIN_BYTES = 1024  # the official SDK compresses bodies from this size on
+
+
 class JevSettings(SystemOneSettings):
     endpoint: str = "https://api.typesafe.ai"
     model: str = PINNED
     allow_remote: bool = True
+    zstd: bool = False  # compress request bodies (needs `pip install zstandard`)
 
 
 class JevProvider(SystemOneProvider):
@@ -34,9 +39,21 @@ class JevProvider(SystemOneProvider):
         if "api_key_env" in settings:
             raise ConfigError(f"[providers.{name}] api_key_env: the Jev key is read from {KEY_ENV} only")
         super().__init__(name, {**settings, "api_key_env": KEY_ENV})
+        self._compress = None
+        if self.settings.zstd:
+            try:
+                import zstandard
+            except ImportError:
+                raise ConfigError(f"[providers.{name}] zstd: needs the zstandard package (pip install zstandard)") from None
+            self._compress = zstandard.ZstdCompressor().compress
         if self.settings.model in ("jev-latest", "jev-preview"):
             log.warning("[providers.%s] model %r is a moving alias; pin a version such as %r",
                         name, self.settings.model, PINNED)
 
     def _parse(self, name: str, settings: dict[str, Any]) -> Any:
         return parse_settings(JevSettings, name, settings)
+
+    def _encode(self, body: bytes) -> tuple[bytes, dict[str, str]]:
+        if self._compress is not None and len(body) >= ZSTD_MIN_BYTES:
+            return self._compress(body), {"content-encoding": "zstd"}
+        return body, {}

@@ -130,6 +130,10 @@ class SystemOneProvider:
     def _parse(self, name: str, settings: dict[str, Any]) -> Any:
         return parse_settings(SystemOneSettings, name, settings)
 
+    def _encode(self, body: bytes) -> tuple[bytes, dict[str, str]]:
+        """Request body as sent, plus headers it needs (dialects may compress)."""
+        return body, {}
+
     def credentials(self) -> tuple[bool, bool, str | None]:
         """(needed, present, variable name): checked locally, the value is never read out."""
         env = self.settings.api_key_env
@@ -157,8 +161,10 @@ class SystemOneProvider:
     def _post(self, body: bytes, timeout_s: float, url: str | None = None) -> tuple[httpx.Response, bytes]:
         deadline = time.monotonic() + timeout_s
         timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0))
+        body, extra = self._encode(body)
         try:
-            with self._client.stream("POST", url or self.url, content=body, headers=self._headers(), timeout=timeout) as resp:
+            with self._client.stream("POST", url or self.url, content=body, headers={**self._headers(), **extra},
+                                     timeout=timeout) as resp:
                 chunks = []
                 for chunk in resp.iter_bytes():
                     chunks.append(chunk)
