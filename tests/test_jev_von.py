@@ -1,5 +1,6 @@
 """`jev` and `von` on local engines that follow their wire (reference/protocols.md §1, §6)."""
 
+import json
 import logging
 
 import pytest
@@ -86,3 +87,17 @@ def test_jev_zstd_compresses_large_bodies(engine, monkeypatch):
     assert small["provider"] == big["provider"] == "jev"
     assert len(engine.compressed) == 1 and engine.compressed[0] < 1024  # only the large body, and it shrank
     assert engine.requests[1]["state"].count("log line") == 500
+
+
+def test_the_key_never_reaches_the_logs_or_the_audit(engine, monkeypatch, caplog, tmp_path):
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("SYSTEM1_JEV_API_KEY", "sk-never-logged")
+    monkeypatch.setenv("SYSTEM1_LOG_LEVEL", "DEBUG")
+    engine.mode = "401"
+    gw = gateway("jev", engine.url)
+    result = gw.judge({"state": "s", "questions": QUESTIONS})
+    assert "HTTP 401" in result["attempts"][0]["detail"]
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "HTTP 401" in logged and "sk-never-logged" not in logged
+    audit = (tmp_path / "state" / "logs" / "audit.jsonl").read_text()
+    assert "sk-never-logged" not in audit and "sk-never-logged" not in json.dumps(gw.status())
