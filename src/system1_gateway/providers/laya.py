@@ -17,6 +17,8 @@ What differs from the generic `systemone` wire (§11 of the reference, SPEC §4)
 
 from __future__ import annotations
 
+import json
+import os
 import unicodedata
 from typing import Any, ClassVar, Literal
 
@@ -25,6 +27,7 @@ from pydantic import Field
 
 from ..errors import ConfigError, ProviderFailure
 from ..model import JudgeRequest
+from ..render import render
 from .base import Health, Limits, Reply, parse_settings
 from .systemone import SystemOneProvider, SystemOneSettings
 
@@ -82,16 +85,12 @@ class LayaProvider(SystemOneProvider):
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json"}
-        import os
-
         key = os.environ.get(KEY_ENV)
         if key:
             headers["authorization"] = f"Bearer {key}"
         return headers
 
     def _body(self, request: JudgeRequest) -> bytes:
-        import json
-
         questions = {}
         for qid, q in request.questions.items():
             if q.type == "noul":  # yes/no as a two-option choice, never noul
@@ -131,7 +130,7 @@ class LayaProvider(SystemOneProvider):
         if not isinstance(answers_in, dict):
             raise ProviderFailure(f"{self.name}: 'answers' missing or not an object", kind="malformed",
                                   code="malformed_response", outcome="malformed")
-        abstain = pinned in ENGLISH_ONLY and non_latin_share(_text(request.state)) > NON_LATIN_LIMIT
+        abstain = pinned in ENGLISH_ONLY and non_latin_share(render(request.state)) > NON_LATIN_LIMIT
         answers = {}
         for qid, q in request.questions.items():
             if qid in answers_in:
@@ -187,8 +186,3 @@ class LayaProvider(SystemOneProvider):
                           self.settings.model)
         return Health(True, "laya[serve] /health ok", self.settings.model)
 
-
-def _text(state: Any) -> str:
-    from ..render import render
-
-    return render(state)
