@@ -34,11 +34,10 @@ class JevSettings(SystemOneSettings):
 
 class JevProvider(SystemOneProvider):
     kind: ClassVar[str] = "jev"
+    key_env: ClassVar[str | None] = KEY_ENV
 
     def __init__(self, name: str, settings: dict[str, Any]):
-        if "api_key_env" in settings:
-            raise ConfigError(f"[providers.{name}] api_key_env: the Jev key is read from {KEY_ENV} only")
-        super().__init__(name, {**settings, "api_key_env": KEY_ENV})
+        super().__init__(name, settings)
         self._compress = None
         if self.settings.zstd:
             try:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import Field
 
-from ..errors import ConfigError, ProviderFailure
+from ..errors import ProviderFailure
 from ..model import JudgeRequest
 from ..render import render
 from .base import Health, Limits, Reply, parse_settings
@@ -53,11 +53,10 @@ def non_latin_share(text: str) -> float:
 
 class LayaProvider(SystemOneProvider):
     kind: ClassVar[str] = "laya"
+    key_env: ClassVar[str | None] = KEY_ENV
 
     def __init__(self, name: str, settings: dict[str, Any]):
-        if "api_key_env" in settings:
-            raise ConfigError(f"[providers.{name}] api_key_env: the Laya key is read from {KEY_ENV} only")
-        super().__init__(name, {**settings, "api_key_env": KEY_ENV})
+        super().__init__(name, settings)
         self.limits = Limits(max_options=self.settings.max_options)  # the key is optional
 
     def _parse(self, name: str, settings: dict[str, Any]) -> Any:

@@ -108,7 +108,15 @@ def retry_after(headers: httpx.Headers) -> float | None:
 class SystemOneProvider:
     kind: ClassVar[str] = "systemone"
 
+    # Dialects whose key lives in one fixed variable (SYSTEM1_JEV_API_KEY, …) set this; the
+    # setting `api_key_env` is then refused rather than silently overridden.
+    key_env: ClassVar[str | None] = None
+
     def __init__(self, name: str, settings: dict[str, Any]):
+        if self.key_env:
+            if "api_key_env" in settings:
+                raise ConfigError(f"[providers.{name}] api_key_env: the {self.kind} key is read from {self.key_env} only")
+            settings = {**settings, "api_key_env": self.key_env}
         secret = sorted(SECRET_KEYS & set(settings))
         if secret:
             raise ConfigError(f"[providers.{name}] {secret[0]}: secrets are never read from the config file; "
