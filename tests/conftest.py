@@ -6,6 +6,11 @@ from pathlib import Path
 
 import pytest
 
+# The CI gate's hooks, imported so pytest finds them here (see ci_gate.py).
+from ci_gate import (  # noqa: F401
+    pytest_runtest_logreport, pytest_sessionfinish, pytest_terminal_summary, require,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -17,6 +22,9 @@ def isolated_env(monkeypatch, tmp_path):
             monkeypatch.delenv(var)
     monkeypatch.setenv("SYSTEM1_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    from system1_gateway import notices
+
+    notices._last.clear()  # each test starts like a new process
     return tmp_path
 
 

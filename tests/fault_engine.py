@@ -13,7 +13,8 @@ import time
 from local_http import LocalServer, QuietHandler
 
 MODES = ("von", "von_422", "ok", "hang", "drip", "429", "529", "503", "401", "402", "400_credits", "500",
-         "invalid_json", "wrong_model", "not_argmax", "partial", "422")
+         "invalid_json", "wrong_model", "not_argmax", "partial", "422", "404_route", "404_model", "301",
+         "429_bad_retry_after", "401_bad_retry_after", "401_echo")
 HANG_S = 20.0
 
 
@@ -90,7 +91,18 @@ class FaultEngine:
                     "400_credits": (400, {"error": {"message": "Your credits are exhausted for this billing period"}}, {}),
                     "500": (500, {"detail": "internal error"}, {}),
                     "422": (422, {"detail": [{"loc": ["body", "state"], "msg": "too long", "type": "value_error"}]}, {}),
+                    # A server without this route (FastAPI's default 404 body), vs one that
+                    # does not have the model; an http→https redirect; unreadable Retry-After.
+                    "404_route": (404, {"detail": "Not Found"}, {}),
+                    "404_model": (404, {"error": {"message": "model 'fault-1' not found, try pulling it first"}}, {}),
+                    "301": (301, b"", {"location": "https://127.0.0.1:9/v1/systemone"}),
+                    "429_bad_retry_after": (429, {"error": "slow down"}, {"retry-after": "soon, maybe"}),
+                    "401_bad_retry_after": (401, {"detail": "invalid api key"}, {"retry-after": "Mon, 99 Foo 2026"}),
                 }
+                if mode == "401_echo":  # a careless server that echoes the credential back
+                    self._send(401, {"error": {"message": f"invalid key {self.headers.get('authorization')}; "
+                                                          f"raw={self.headers.get('authorization', '').split()[-1]}"}})
+                    return
                 if mode == "von":  # banded noul + noul_raw, fixed model, output_tokens = answers
                     for a in answers.values():
                         if a["type"] == "noul":

@@ -127,3 +127,43 @@ def test_health_and_capabilities():
 def test_version_flag():
     proc = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("system1-gateway ")
+
+
+def test_a_judge_file_that_is_not_utf8_is_invalid_input(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"state": "caf\xe9", "questions": {}}')
+    code, out, err = run_cli("judge", str(bad), env={"SYSTEM1_PROVIDER": "mock"})
+    assert code == 2 and "Traceback" not in err
+    assert out[0]["error"]["code"] == "invalid_request" and "not UTF-8 text (byte 14" in out[0]["error"]["message"]
+
+
+def test_jsonl_keeps_judging_after_a_line_that_is_not_utf8(tmp_path):
+    good = json.dumps(judge_payload()).encode()
+    code, out, _ = run_cli_bytes(["judge", "--jsonl"], good + b"\n\xff\xfe\n" + good + b"\n")
+    assert code == 2 and len(out) == 3
+    assert out[0]["status"] == out[2]["status"] == "answered"
+    assert "line 2: not UTF-8" in out[1]["error"]["message"]
+
+
+def test_a_lone_surrogate_is_invalid_input_not_a_crash():
+    payload = '{"state": "s", "request_id": "\\ud800x", "questions": {"q": {"type": "noul", "instructions": "?"}}}'
+    code, out, err = run_cli("judge", input=payload, env={"SYSTEM1_PROVIDER": "mock"})
+    assert code == 2 and "Traceback" not in err
+    assert out[0]["error"]["code"] == "invalid_request" and out[0]["request_id"] != "\ud800x"
+
+
+def test_deeply_nested_context_is_invalid_not_a_crash():
+    deep = "[" * 20_000 + "]" * 20_000
+    code, out, err = run_cli("decide", "ok?", "--context", deep, env={"SYSTEM1_PROVIDER": "mock"})
+    assert code == 2 and "Traceback" not in err and out[0]["error"]["code"] == "invalid_request"
+
+
+def run_cli_bytes(args, data):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SYSTEM1_PROVIDER": "mock"}
+    proc = subprocess.run([sys.executable, "-m", "system1_gateway.cli", *args], input=data,
+                          capture_output=True, env=env, timeout=120)
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines() if line.strip()], proc.stderr

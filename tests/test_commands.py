@@ -82,3 +82,30 @@ def test_missing_credentials_skip_the_rung_without_cooling(write_config, monkeyp
                      "detail": "no credentials: environment variable ABSENT_KEY is not set"}
     status = run_cli("status")[1][0]
     assert status["cooldowns"] == [] and status["actual_start"] == "mock"
+
+
+def test_a_rejected_order_leaves_the_file_untouched(write_config):
+    path = write_config('[gateway]\ntimeout_s = -1  # broken on purpose\n')
+    before = path.read_bytes()
+    code, out, _ = run_cli("order", "mock")
+    assert code == 2 and "timeout_s" in out[0]["error"]["message"]
+    assert path.read_bytes() == before
+
+
+def test_order_checks_the_file_it_writes_not_the_environment(write_config):
+    path = write_config(COMMENTED)
+    code, out, _ = run_cli("order", "mock", env={"SYSTEM1_TIMEOUT_S": "-1"})
+    assert code == 0, out  # the override is not what is written
+    assert 'provider = "mock"' in path.read_text()
+
+
+def test_order_read_errors_are_clear(write_config, tmp_path):
+    path = write_config("")
+    path.unlink()
+    path.mkdir()  # a directory where the file should be
+    code, out, err = run_cli("order", "mock")
+    assert code == 2 and "Traceback" not in err and "cannot read" in out[0]["error"]["message"]
+    path.rmdir()
+    path.write_bytes(b'[gateway]\nprovider = "caf\xe9"\n')
+    code, out, err = run_cli("order", "mock")
+    assert code == 2 and "Traceback" not in err and str(path) in out[0]["error"]["message"]

@@ -14,7 +14,7 @@ from local_http import LocalServer, QuietHandler
 from system1_gateway.config import Config, GatewaySettings
 from system1_gateway.core import Gateway
 
-from conftest import ROOT
+from conftest import ROOT, require
 from fault_engine import answers_for, closed_port
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
@@ -33,10 +33,7 @@ def gateway(endpoint, **settings):
 
 @pytest.fixture
 def laya_serve(tmp_path):
-    if not LAYA_SERVE.exists():
-        if os.environ.get("SYSTEM1_REQUIRE_CLIENTS") == "1":
-            pytest.fail(f"{LAYA_SERVE} is not installed (run .ci/run)")
-        pytest.skip("laya-serve not installed")
+    require(LAYA_SERVE.exists(), f"laya-serve ({LAYA_SERVE})")
     servers = []
 
     def start(**env):

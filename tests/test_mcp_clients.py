@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, require
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 INSPECTOR = TOOLS / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
@@ -20,10 +20,7 @@ SERVER = [sys.executable, "-I", "-m", "system1_gateway"]
 
 
 def need(tool: Path):
-    if not tool.exists():
-        if os.environ.get("SYSTEM1_REQUIRE_CLIENTS") == "1":
-            pytest.fail(f"{tool} is not installed (run .ci/run)")
-        pytest.skip(f"{tool.name} not installed under {TOOLS}")
+    require(tool.exists(), f"{tool}")
 
 
 def inspector(home, *args, timeout=120):

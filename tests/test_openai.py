@@ -13,6 +13,7 @@ import pytest
 
 from local_http import LocalServer, QuietHandler
 from system1_gateway.config import Config, GatewaySettings
+from system1_gateway import consent
 from system1_gateway.core import Gateway
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
@@ -70,7 +71,9 @@ def decisions(monkeypatch):
     srv.close()
 
 
-def gateway(url):
+def gateway(url, consented=True):
+    if consented:  # what an interactive `system1 order openai …` records
+        consent.save({"openai": consent.now()})
     return Gateway(Config(gateway=GatewaySettings(provider="openai", fallback=["mock"], timeout_s=20, deadline_s=40),
                           providers={"openai": {"endpoint": url}}))
 

@@ -4,6 +4,7 @@ Chain: `fault` (a systemone rung on a local fault-injection engine) → `mock`. 
 the first attempt's outcome, whether and how long the rung cools, that the next rung
 answers, the attempts list, and the elapsed time against the deadline."""
 
+import json
 import time
 
 import pytest
@@ -70,6 +71,13 @@ MATRIX = {
     "wrong_model": ("malformed", None, "expected 'fault-1'"),
     "not_argmax": ("malformed", None, "is not the most probable label"),
     "partial": ("malformed", None, "missing"),
+    # A misconfigured rung is unusable, not a refusal of this request: advance and cool.
+    "404_route": ("error", 300, "no such route"),
+    "404_model": ("error", 300, "model 'fault-1' not found"),
+    "301": ("error", 300, "redirected to https://127.0.0.1:9/v1/systemone"),
+    # An unreadable Retry-After is ignored (the default cooldown), never an internal error.
+    "429_bad_retry_after": ("error", 30, "HTTP 429: slow down"),
+    "401_bad_retry_after": ("error", 300, "HTTP 401: invalid api key"),
 }
 
 
@@ -139,6 +147,19 @@ def test_bearer_key_from_the_environment_never_leaks(write_config, engine, monke
     gateway.cooldowns.clear()
     missing, _ = run(gateway)
     assert "environment variable FAULT_KEY is not set" in missing["attempts"][0]["detail"]
+
+
+def test_a_key_echoed_by_the_engine_is_scrubbed_everywhere(write_config, engine, monkeypatch, tmp_path):
+    key = "k3y-" + "Zq9" * 6  # no known key prefix: only the rung's own key tells it apart
+    monkeypatch.setenv("FAULT_KEY", key)
+    engine.mode = "401_echo"
+    gateway = gateway_for(write_config, engine.url, 'api_key_env = "FAULT_KEY"\n')
+    result, _ = run(gateway)
+    detail = result["attempts"][0]["detail"]
+    assert "invalid key Bearer [redacted]" in detail and "raw=[redacted]" in detail
+    state_files = b"".join(p.read_bytes() for p in (tmp_path / "state").rglob("*") if p.is_file())
+    for where in (json.dumps(result), json.dumps(gateway.status()), state_files.decode("latin-1")):
+        assert key not in where
 
 
 @pytest.mark.parametrize("settings, expected", [

@@ -46,7 +46,8 @@ def record(entry: dict[str, Any], debug: dict[str, Any] | None = None) -> None:
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **entry}
     if debug is not None:
         line["debug"] = debug
-    text = json.dumps(line, ensure_ascii=False, default=str)
+    # ASCII escapes: a lone surrogate or any other odd character can never fail the write.
+    text = json.dumps(line, ensure_ascii=True, default=str)
     if _log.isEnabledFor(logging.INFO):
         _log.info("audit %s", text)
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, NoReturn, TextIO
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 from . import __version__
 from .errors import INVALID_REQUEST
@@ -34,7 +34,12 @@ def _invalid(message: str) -> dict[str, Any]:
 
 def _emit(obj: dict[str, Any], pretty: bool, out: TextIO | None = None) -> None:
     out = out or sys.stdout
-    out.write(json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None) + "\n")
+    text = json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a request ("\ud800"): escape, never crash
+        text = json.dumps(obj, ensure_ascii=True, indent=2 if pretty else None)
+    out.write(text + "\n")
     out.flush()
 
 
@@ -126,7 +131,7 @@ def _cmd_decide(args: argparse.Namespace) -> int:
     if args.context is not None:
         try:
             payload["context"] = json.loads(args.context)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             _emit(_invalid(f"--context: invalid JSON: {exc}"), args.pretty)
             return EXIT_INVALID
     if args.min_confidence is not None:
@@ -136,14 +141,25 @@ def _cmd_decide(args: argparse.Namespace) -> int:
     gateway = _gateway()
     if _unknown_provider(gateway, args.provider, args.pretty):
         return EXIT_INVALID
-    _warm(gateway, args.provider)
-    result = gateway.decide(payload, provider=args.provider)
+    with gateway:
+        _warm(gateway, args.provider)
+        result = gateway.decide(payload, provider=args.provider)
     _emit(result, args.pretty)
     return _exit_code(result)
 
 
-def _open_input(path: str) -> TextIO:
-    return sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+def _open_input(path: str) -> BinaryIO:
+    """Bytes, decoded by the caller, so text that is not UTF-8 is an invalid request naming
+    where it is, not a traceback."""
+    return sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+
+
+def _decode(data: bytes, where: str) -> tuple[str | None, dict[str, Any] | None]:
+    """(text, None), or (None, the invalid_request naming the byte at fault)."""
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        return None, _invalid(f"{where}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})")
 
 
 def _cmd_judge(args: argparse.Namespace) -> int:
@@ -151,19 +167,27 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     try:
         stream = _open_input(args.file)
     except OSError as exc:
-        _emit(_invalid(f"{where}: cannot read: {exc.strerror}"), args.pretty)
+        _emit(_invalid(f"{where}: cannot read: {exc.strerror or exc}"), args.pretty)
         return EXIT_INVALID
     gateway = _gateway()
     if _unknown_provider(gateway, args.provider, args.pretty):
         return EXIT_INVALID
-    with stream:
+    with gateway, stream:
         if args.jsonl:
             return _judge_lines(gateway, stream, where, args)
-        text = stream.read()
         try:
-            payload = json.loads(text)
-        except json.JSONDecodeError as exc:
-            _emit(_invalid(f"{where}: invalid JSON: {exc}"), args.pretty)
+            data = stream.read()
+        except OSError as exc:
+            _emit(_invalid(f"{where}: cannot read: {exc.strerror or exc}"), args.pretty)
+            return EXIT_INVALID
+        text, problem = _decode(data, where)
+        if problem is None:
+            try:
+                payload = json.loads(text)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                problem = _invalid(f"{where}: invalid JSON: {exc}")
+        if problem is not None:
+            _emit(problem, args.pretty)
             return EXIT_INVALID
         _warm(gateway, args.provider)
         result = gateway.judge(payload, provider=args.provider)
@@ -171,25 +195,28 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         return _exit_code(result)
 
 
-def _judge_lines(gateway: Any, stream: TextIO, where: str, args: argparse.Namespace) -> int:
-    """Stream JSON Lines: one result per non-empty line, in order, flushed as it is made."""
+def _judge_lines(gateway: Any, stream: BinaryIO, where: str, args: argparse.Namespace) -> int:
+    """Stream JSON Lines: one result per non-empty line, in order, flushed as it is made; a
+    bad line gets its own invalid_request and the lines after it are still judged."""
     worst = EXIT_OK
     progress = _Progress() if sys.stderr.isatty() else None
     warmed = False
-    for number, line in enumerate(stream, start=1):
-        if not line.strip():
+    for number, raw in enumerate(stream, start=1):
+        if not raw.strip():
             continue
-        try:
-            payload = json.loads(line)
-        except json.JSONDecodeError as exc:
-            result = _invalid(f"{where} line {number}: invalid JSON: {exc}")
-        else:
-            if not warmed:
-                _warm(gateway, args.provider)
-                warmed = True
-            result = gateway.judge(payload, provider=args.provider)
-            if result["error"] and result["error"]["code"] == INVALID_REQUEST:
-                result["error"]["message"] = f"line {number}: {result['error']['message']}"
+        line, result = _decode(raw, f"{where} line {number}")
+        if line is not None:
+            try:
+                payload = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                result = _invalid(f"{where} line {number}: invalid JSON: {exc}")
+            else:
+                if not warmed:
+                    _warm(gateway, args.provider)
+                    warmed = True
+                result = gateway.judge(payload, provider=args.provider)
+                if result["error"] and result["error"]["code"] == INVALID_REQUEST:
+                    result["error"]["message"] = f"line {number}: {result['error']['message']}"
         _emit(result, args.pretty)
         code = _exit_code(result)
         worst = EXIT_INVALID if EXIT_INVALID in (worst, code) else max(worst, code)
@@ -225,7 +252,8 @@ class _Progress:
 
 
 def _cmd_health(args: argparse.Namespace) -> int:
-    result = _gateway().health()
+    with _gateway() as gateway:
+        result = gateway.health()
     _emit(result, args.pretty)
     return EXIT_FAILED if result["status"] == "down" else EXIT_OK
 
@@ -236,7 +264,8 @@ def _cmd_capabilities(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    result = _gateway().status()
+    with _gateway() as gateway:
+        result = gateway.status()
     _emit(result, args.pretty)
     return EXIT_FAILED if result["config_error"] else EXIT_OK
 
@@ -247,7 +276,9 @@ def _cmd_order(args: argparse.Namespace) -> int:
 
     try:
         path = write_order(args.names, confirm=_ask_person if sys.stdin.isatty() else None)
-    except ConfigError as exc:
+    except (ConfigError, OSError) as exc:  # write_order names the file; OSError is the last net
+        if isinstance(exc, OSError):
+            exc = ConfigError(f"order: cannot update the config file: {exc.strerror or exc}")
         _emit(_invalid(exc.message), args.pretty)
         return EXIT_INVALID
     _emit({"order": args.names, "config": str(path)}, args.pretty)

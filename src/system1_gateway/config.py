@@ -12,7 +12,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -105,20 +105,26 @@ def _line_of(text: str, table: str, key: str) -> int | None:
 def load_config(path: Path | None = None) -> Config:
     """Read the file (if any) and apply environment overrides; raises ConfigError."""
     path = path or config_path()
-    data: dict[str, Any] = {}
     text = ""
-    source = None
-    if path.exists():
-        source = path
+    exists = path.exists()
+    if exists:
         try:
             text = path.read_text(encoding="utf-8")
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read: {exc}") from None
     elif "SYSTEM1_CONFIG" in os.environ:
         raise ConfigError(f"{path}: SYSTEM1_CONFIG points to a file that does not exist")
+    return parse_config_text(text, path, os.environ, source=path if exists else None)
+
+
+def parse_config_text(text: str, path: Path, environ: Mapping[str, str] | None = None,
+                      source: Path | None = None) -> Config:
+    """A Config from the text of a config file; `environ` applies the SYSTEM1_* overrides
+    (None: the file alone, e.g. to check a file before writing it). Raises ConfigError."""
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
     unknown = sorted(set(data) - {"gateway", "providers"})
     if unknown:
@@ -132,9 +138,9 @@ def load_config(path: Path | None = None) -> Config:
 
     merged = dict(gateway_raw)
     from_env: set[str] = set()
-    for key, var in GATEWAY_ENV.items():
-        if os.environ.get(var, "") != "":
-            merged[key] = os.environ[var]
+    for key, var in GATEWAY_ENV.items() if environ is not None else ():
+        if environ.get(var, "") != "":
+            merged[key] = environ[var]
             from_env.add(key)
     try:
         gateway = GatewaySettings.model_validate(merged)

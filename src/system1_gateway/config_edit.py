@@ -1,24 +1,27 @@
 """`system1 order A B …`: rewrite `provider` and `fallback` in the config file, nothing else.
 
 tomlkit keeps comments, formatting and every unrelated key byte for byte; only the two
-values change (or are added under [gateway] when absent).
+values change (or are added under [gateway] when absent). The new text is validated as a
+config file (without environment overrides: they are not what is written) before anything
+touches the disk, then replaces the old file atomically — a rejected order leaves the file
+as it was.
 """
 
 from __future__ import annotations
 
-import json
-import time
+import os
 from pathlib import Path
 from typing import Callable
 
 import tomlkit
 
-from .config import load_config
+from . import consent
+from .config import parse_config_text
 from .errors import ConfigError
-from .paths import config_path, state_dir
+from .paths import config_path
 from .providers import KINDS
 
-BILLED_KINDS = {"openai"}
+BILLED_KINDS = consent.BILLED_KINDS
 
 
 def validate_order(names: list[str], providers: dict) -> None:
@@ -42,27 +45,9 @@ Before confirming, check on your OpenAI account that:
 This confirmation is consent to send decisions to OpenAI; it is not a spending cap."""
 
 
-def _consents_path() -> Path:
-    return state_dir() / "consents.json"
-
-
-def _consents() -> dict[str, str]:
-    try:
-        data = json.loads(_consents_path().read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _save_consents(consents: dict[str, str]) -> None:
-    path = _consents_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(consents, indent=1))
-
-
 def _gate(names: list[str], current: list[str], providers: dict, confirm: Callable[[str], bool] | None) -> None:
     """Billed rungs need an interactive yes when they join the order; leaving revokes it."""
-    consents = _consents()
+    consents = consent.recorded()
     billed = [n for n in names if str(providers.get(n, {}).get("kind", n)) in BILLED_KINDS]
     for name in list(consents):
         if name not in names:
@@ -71,31 +56,36 @@ def _gate(names: list[str], current: list[str], providers: dict, confirm: Callab
         if name in current and name in consents:
             continue  # reordering an approved rung does not ask again
         if confirm is None:
-            _save_consents(consents)
+            consent.save(consents)
             raise ConfigError(f"order: adding {name!r} needs an interactive confirmation of the billing "
                               f"precautions; run `system1 order {' '.join(names)}` in a terminal")
         if not confirm(BILLING_PRECAUTIONS.format(name=name)):
-            _save_consents(consents)
+            consent.save(consents)
             raise ConfigError(f"order: {name!r} not added (the billing precautions were not confirmed)")
-        consents[name] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    _save_consents(consents)
+        consents[name] = consent.now()
+    consent.save(consents)
 
 
 def write_order(names: list[str], path: Path | None = None,
                 confirm: Callable[[str], bool] | None = None) -> Path:
     """Rewrite the chain; `confirm` asks a person (None: headless, billed rungs refused)."""
     path = path or config_path()
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
     try:
         doc = tomlkit.parse(text)
     except tomlkit.exceptions.ParseError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     providers = doc.get("providers", {}).unwrap() if "providers" in doc else {}
-    validate_order(names, providers)
-    gw = doc.get("gateway", {})
-    current = [gw.get("provider", "embedded"), *list(gw.get("fallback", []))] if gw else ["embedded"]
-    _gate(names, [str(n) for n in current], providers, confirm)
+    if not isinstance(providers, dict):
+        raise ConfigError(f"{path}: 'providers' must contain one table per provider, [providers.<name>]")
+    validate_order(names, {k: v for k, v in providers.items() if isinstance(v, dict)})
     gateway = doc.get("gateway")
+    if gateway is not None and not isinstance(gateway, dict):
+        raise ConfigError(f"{path}: 'gateway' must be a table")
+    current = [gateway.get("provider", "embedded"), *list(gateway.get("fallback", []))] if gateway else ["embedded"]
     if gateway is None:
         gateway = tomlkit.table()
         doc.add("gateway", gateway)
@@ -104,9 +94,18 @@ def write_order(names: list[str], path: Path | None = None,
     fallback.extend(names[1:])
     gateway["fallback"] = fallback
     new_text = tomlkit.dumps(doc)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(new_text, encoding="utf-8")
-    tmp.replace(path)
-    load_config(path)  # the result must load (env overrides may still apply on top)
+    parse_config_text(new_text, path)  # the file as written must load; raises ConfigError
+    _gate(names, [str(n) for n in current], providers, confirm)
+    _replace(path, new_text)
     return path
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically (a crash leaves the old file or the new one)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -24,12 +24,12 @@ from .paths import state_dir
 
 log = logging.getLogger(LOGGER)
 
-LONG_S = 300.0  # credentials, quota, unavailable model
+LONG_S = 300.0  # credentials, quota, unavailable model, wrong endpoint
 SHORT_S = 30.0  # rate limit, overload, transport, server errors
 MAX_RETRY_AFTER_S = 300.0
 # Failure kinds that cool, and for how long; every other kind (timeout, malformed,
-# unsupported, engine) is request-specific and does not.
-COOLING = {"credentials": LONG_S, "quota": LONG_S, "model": LONG_S,
+# unsupported, engine, rejected, no_credentials) is request-specific or local and does not.
+COOLING = {"credentials": LONG_S, "quota": LONG_S, "model": LONG_S, "endpoint": LONG_S,
            "rate_limit": SHORT_S, "overload": SHORT_S, "transport": SHORT_S, "server": SHORT_S}
 PROBE_LEASE_S = 10.0  # how long the one re-trying request holds an expired rung
 
@@ -61,6 +61,7 @@ class CooldownStore:
         self._memory: dict[str, tuple[float, str]] | None = None  # set once SQLite failed
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._notices: dict[str, float] = {}  # the notice memory once SQLite failed
 
     # -- storage ---------------------------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
@@ -70,11 +71,13 @@ class CooldownStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("CREATE TABLE IF NOT EXISTS cooldowns (rung TEXT PRIMARY KEY, until REAL NOT NULL, reason TEXT NOT NULL)")
+            conn.execute("CREATE TABLE IF NOT EXISTS notices (key TEXT PRIMARY KEY, at REAL NOT NULL)")
             self._conn = conn
         return self._conn
 
     def _fallback(self, exc: Exception) -> None:
         if self._memory is None:
+            self._notices = {}
             log.warning("cooldown state %s unusable (%s); keeping cooldowns in memory for this process", self.path, exc)
             self._memory = {}
             if self._conn is not None:
@@ -152,6 +155,31 @@ class CooldownStore:
             lambda db: [Cooling(*row) for row in db.execute(
                 "SELECT rung, until, reason FROM cooldowns WHERE until > ? ORDER BY until", (now,))],
             lambda mem: sorted((Cooling(r, u, why) for r, (u, why) in mem.items() if u > now), key=lambda c: c.until))
+
+    def claim_notice(self, key: str, window_s: float) -> bool:
+        """True when no process of the user showed notice `key` in the last `window_s`
+        seconds (and records it now): one-shot CLI and hook processes share the memory."""
+        now = time.time()
+
+        def sql(db):
+            db.execute("DELETE FROM notices WHERE at < ?", (now - 86400,))
+            return db.execute(
+                "INSERT INTO notices (key, at) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET at = excluded.at "
+                "WHERE notices.at <= ?", (key, now, now - window_s)).rowcount == 1
+
+        def memory(_):
+            if now - self._notices.get(key, -window_s - 1) < window_s:
+                return False
+            self._notices[key] = now
+            return True
+
+        return self._run(sql, memory)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def clear(self) -> int:
         return self._run(lambda db: db.execute("DELETE FROM cooldowns").rowcount,

@@ -1,39 +1,27 @@
 """The gateway core: validate → run the chain of rungs under one deadline → check → threshold.
 
-Every face (CLI now; MCP, HTTP and hooks later) calls `Gateway.judge` / `Gateway.decide`
-with a plain JSON payload and gets a plain JSON result back; nothing here knows about faces.
-Data flows one way: request → validation → rungs (attempts) → answer check → canonical
-confidence and abstention → result + audit record.
+Every face (CLI, MCP, HTTP and hooks) calls `Gateway.judge` / `Gateway.decide` with a plain
+JSON payload and gets a plain JSON result back; nothing here knows about faces. Data flows
+one way: request → validation (model.py) → the waterfall (chain.py: rungs, deadline,
+cooldowns, attempts, the answer check) → result + audit record. Reports about the gateway
+itself (health, status, capabilities) are in reports.py.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from pydantic import ValidationError
 
-from . import __version__, audit, providers, toggle
-from .answers import finalize
+from . import audit, reports, toggle
+from .chain import Chain, Rungs, ms
 from .config import Config, load_config
-from .errors import (
-    DEADLINE_EXCEEDED,
-    PROVIDER_ERROR,
-    ALL_COOLING,
-    ConfigError,
-    GatewayError,
-    InvalidRequest,
-    ProviderFailure,
-    ProviderTimeout,
-)
-from .cooldowns import Cooling, CooldownStore, cooldown_for
+from .cooldowns import CooldownStore
+from .errors import INTERNAL_ERROR, ConfigError, GatewayError, InvalidRequest
 from .logs import LOGGER, request_id_var
-from .notices import notice
 from .model import (
     DECIDE_QID,
     SCHEMA_VERSION,
@@ -42,25 +30,27 @@ from .model import (
     parse_decide,
     parse_judge,
 )
+from .providers.base import BaseProvider
 
 log = logging.getLogger(LOGGER)
 _NO_USAGE = {"input_tokens": None, "output_tokens": None}
 
 
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 2)
-
-
 class Gateway:
-    """One configured gateway. Cheap to build: providers load on first use."""
+    """One configured gateway. Cheap to build: providers load on first use.
 
-    def __init__(self, config: Config | None = None, config_error: ConfigError | None = None):
+    `providers` injects ready provider instances by rung name (tests, benchmarks, a daemon
+    that shares one warm engine); every other rung is built from the config when first used.
+    Use it as a context manager, or call `close()`, to free HTTP clients and threads.
+    """
+
+    def __init__(self, config: Config | None = None, config_error: ConfigError | None = None,
+                 providers: dict[str, BaseProvider] | None = None):
         self.config = config or Config()  # defaults keep capabilities answerable when broken
         self.config_error = config_error
-        self._rungs: dict[str, Any] = {}
-        self._rung_lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
         self.cooldowns = CooldownStore()
+        self.rungs = Rungs(self.config, providers)
+        self._chain = Chain(self.rungs, self.cooldowns, self.config.gateway.timeout_s)
 
     @classmethod
     def from_environment(cls) -> "Gateway":
@@ -70,56 +60,40 @@ class Gateway:
             log.error("configuration error: %s", exc.message)
             return cls(None, exc)
 
+    def __enter__(self) -> "Gateway":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._chain.close()
+        self.rungs.close()
+        self.cooldowns.close()
+
     # -- rungs ----------------------------------------------------------------------------
     def chain(self, provider: str | None = None) -> list[str]:
         if self.config_error:
             raise self.config_error
         return [provider] if provider else self.config.chain
 
-    def rung(self, name: str) -> Any:
+    def rung(self, name: str) -> BaseProvider:
         """The provider instance for a rung name, built once (constructor errors propagate)."""
-        with self._rung_lock:
-            if name not in self._rungs:
-                kind = self.config.kind_of(name)
-                self._rungs[name] = providers.build(name, kind, self.config.provider_settings(name))
-            return self._rungs[name]
+        return self.rungs.get(name)
 
     def warm(self, provider: str | None = None) -> None:
-        """Load the first rung's models now (a one-shot CLI wants its answer, not a timeout)."""
+        """Load the first rung's models now (a one-shot CLI wants its answer, not a timeout).
+        Never raises: whatever fails here is reported properly by the request that follows."""
         try:
             first = self.rung(self.chain(provider)[0])
         except GatewayError:
-            return  # reported properly by the request that follows
-        if hasattr(first, "warm"):
-            try:
-                first.warm()
-            except GatewayError as exc:
-                log.warning("warm-up of %s failed: %s", first.name, exc.message)
-
-    def _executor(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="system1-rung")
-        return self._pool
-
-    # -- one attempt ----------------------------------------------------------------------
-    def _attempt(self, name: str, request: JudgeRequest, timeout_s: float, threshold: float):
-        """Run one rung; returns (answers, reply) or raises ProviderFailure / ConfigError."""
-        provider = self.rung(name)
-        reason = _unsupported(provider.limits, request)
-        if reason:
-            raise ProviderFailure(reason, kind="unsupported", outcome="skipped")
-        if getattr(provider, "self_timed", False):
-            # The provider bounds itself by timeout_s (in-memory engines): no worker thread,
-            # whose hand-off alone costs ≈ 0.3 ms on a small VM.
-            reply = provider.judge(request, timeout_s)
-        else:
-            future = self._executor().submit(provider.judge, request, timeout_s)
-            try:
-                reply = future.result(timeout=timeout_s)
-            except FutureTimeout:
-                future.cancel()
-                raise ProviderTimeout(f"{name}: no answer within {timeout_s:.2f} s") from None
-        return finalize(request, reply.answers, threshold), reply
+            return
+        try:
+            first.warm()
+        except GatewayError as exc:
+            log.warning("warm-up of %s failed: %s", first.name, exc.message)
+        except Exception as exc:  # noqa: BLE001 - e.g. a model file that will not load
+            log.warning("warm-up of %s failed (%s): %s", first.name, type(exc).__name__, exc)
 
     # -- judge ----------------------------------------------------------------------------
     def judge(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
@@ -138,6 +112,12 @@ class Gateway:
             result = _judge_result(rid, [], started, error=exc.as_dict())
             self._audit(result, None)
             return result
+        except Exception as exc:  # noqa: BLE001 - the last net: no input may crash a face
+            log.exception("internal error while judging")
+            error = GatewayError(f"internal error ({type(exc).__name__}); please report it", INTERNAL_ERROR)
+            result = _judge_result(rid, [], started, error=error.as_dict())
+            self._audit(result, None)
+            return result
         finally:
             request_id_var.reset(token)
 
@@ -146,194 +126,48 @@ class Gateway:
         gw = self.config.gateway
         if toggle.paused():
             result = _judge_result(request.request_id, chain, started, answers=_paused_answers(request))
-            self._audit(result, request)
-            return result
-        threshold = request.min_confidence if request.min_confidence is not None else gw.min_confidence
-        deadline_s = request.deadline_s or gw.deadline_s
-        deadline = started + deadline_s
-        attempts: list[dict[str, Any]] = []
-        usage = dict(_NO_USAGE)
-        last: GatewayError | None = None
-        cooling: list[Cooling] = []
-        queue = list(chain)
-        retried = False
-        while queue:
-            name = queue[0]
-            state = self.cooldowns.check(name)
-            if isinstance(state, Cooling):
-                cooling.append(state)
-                attempts.append({"provider": name, "outcome": "cooling", "latency_ms": 0.0,
-                                 "detail": f"cooling until {_clock(state.until)} ({state.reason})"})
-                queue.pop(0)
-                continue
-            creds = self._missing_credentials(name)
-            if creds:  # not a failure: this rung cannot be the start without its key
-                attempts.append({"provider": name, "outcome": "skipped", "latency_ms": 0.0, "detail": creds})
-                last = GatewayError(f"{name}: {creds}", PROVIDER_ERROR)
-                queue.pop(0)
-                continue
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0.005:
-                last = GatewayError(f"deadline of {deadline_s:g} s exhausted before rung {name!r}", DEADLINE_EXCEEDED)
-                break
-            timeout_s = min(gw.timeout_s, remaining / len(queue))  # a fair share for every later rung
-            t0 = time.perf_counter()
-            try:
-                answers, reply = self._attempt(name, request, timeout_s, threshold)
-            except ProviderFailure as exc:
-                attempts.append(_attempt_record(name, exc.outcome, t0, exc.message))
-                last = exc
-                self._cool(name, exc)
-                if not exc.advance:
-                    break
-                # One retry after a timeout when this is the only rung and budget remains.
-                if isinstance(exc, ProviderTimeout) and len(chain) == 1 and not retried:
-                    retried = True
-                    continue
-                queue.pop(0)
-                continue
-            except ConfigError as exc:
-                attempts.append(_attempt_record(name, "error", t0, exc.message))
-                last = exc
-                queue.pop(0)
-                continue
-            except Exception as exc:  # noqa: BLE001 - a provider bug must not take the gateway down
-                log.exception("rung %s raised an unexpected error", name)
-                last = GatewayError(f"{name}: internal error ({type(exc).__name__})", PROVIDER_ERROR)
-                attempts.append(_attempt_record(name, "error", t0, last.message))
-                queue.pop(0)
-                continue
-            if state is True and self.cooldowns.recovered(name):
-                notice(f"recovered:{name}", "rung %s recovered", name)
-            attempts.append(_attempt_record(name, "ok", t0, None))
-            usage = _add_usage(usage, reply.usage)
-            result = _judge_result(
-                request.request_id, chain, started, answers=answers, provider=name,
-                model=reply.model, attempts=attempts, usage=usage,
-            )
-            self._audit(result, request)
-            return result
-        if cooling and len(cooling) == len(chain):
-            soonest = min(cooling, key=lambda c: c.until)
-            error = GatewayError(
-                f"every rung is cooling; the soonest back is {soonest.rung!r} at {_clock(soonest.until)} "
-                f"(in {soonest.remaining_s:.0f} s)", ALL_COOLING)
         else:
-            error = last or GatewayError("no provider answered", PROVIDER_ERROR)
-            if len(chain) > 1 and error.code != DEADLINE_EXCEEDED and getattr(error, "advance", True):
-                error = GatewayError(f"every rung failed; last: {error.message}", error.code)
-        notice(f"exhausted:{','.join(chain)}:{error.code}", "provider chain %s exhausted: %s", chain, error.message)
-        result = _judge_result(request.request_id, chain, started, attempts=attempts, error=error.as_dict())
+            threshold = request.min_confidence if request.min_confidence is not None else gw.min_confidence
+            out = self._chain.run(request, chain, threshold, request.deadline_s or gw.deadline_s, started)
+            result = _judge_result(
+                request.request_id, chain, started, answers=out.answers, provider=out.provider,
+                model=out.model, attempts=out.attempts, usage=out.usage,
+                error=out.error.as_dict() if out.error else None)
         self._audit(result, request)
         return result
-
-    def _missing_credentials(self, name: str) -> str | None:
-        try:
-            check = getattr(self.rung(name), "credentials", None)
-        except GatewayError:
-            return None  # reported by the attempt itself
-        if check is None:
-            return None
-        needed, present, env = check()
-        return f"no credentials: environment variable {env} is not set" if needed and not present else None
-
-    def _cool(self, name: str, exc: ProviderFailure) -> None:
-        seconds = cooldown_for(exc.kind, exc.retry_after_s)
-        if seconds is None:
-            notice(f"failed:{name}:{exc.kind}", "rung %s failed (%s): %s", name, exc.kind, exc.message)
-            return
-        cooled = self.cooldowns.cool(name, seconds, f"{exc.kind}: {exc.message[:160]}")
-        notice(f"cooling:{name}:{cooled.until:.0f}", "rung %s failed (%s), cooling until %s: %s",
-               name, exc.kind, _clock(cooled.until), exc.message)
 
     # -- decide ---------------------------------------------------------------------------
     def decide(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         rid = _request_id(payload)
         try:
-            request = parse_decide(payload)
+            judge = parse_decide(payload).to_judge(rid)
         except ValidationError as exc:
             error = InvalidRequest(describe_validation_error(exc)).as_dict()
-            result = _judge_result(rid, [], started, error=error)
-            self._audit(result, None)
-            return _decide_response(result)
-        return _decide_response(self.judge(request.to_judge(rid), provider=provider))
+        except Exception as exc:  # noqa: BLE001 - the last net, as in judge()
+            log.exception("internal error while reading a decide request")
+            error = GatewayError(f"internal error ({type(exc).__name__}); please report it", INTERNAL_ERROR).as_dict()
+        else:
+            return _decide_response(self.judge(judge, provider=provider))
+        result = _judge_result(rid, [], started, error=error)
+        self._audit(result, None)
+        return _decide_response(result)
 
-    # -- health and capabilities ----------------------------------------------------------
+    # -- reports --------------------------------------------------------------------------
     def health(self, timeout_s: float | None = None) -> dict[str, Any]:
-        if self.config_error:
-            return {"status": "down", "reason": self.config_error.message, "providers": []}
-        timeout_s = timeout_s or self.config.gateway.timeout_s
-        probes = []
-        for name in self.config.chain:
-            t0 = time.perf_counter()
-            try:
-                h = self.rung(name).health(timeout_s)
-                probes.append({"provider": name, "ok": h.ok, "detail": h.detail, "model": h.model,
-                               "latency_ms": _ms(time.perf_counter() - t0)})
-            except GatewayError as exc:
-                probes.append({"provider": name, "ok": False, "detail": exc.message, "model": None,
-                               "latency_ms": _ms(time.perf_counter() - t0)})
-        oks = [p["ok"] for p in probes]
-        status = "ok" if oks and oks[0] else "degraded" if any(oks) else "down"
-        return {"status": status, "reason": None if status == "ok" else _first_problem(probes), "providers": probes}
+        return reports.health(self.config, self.config_error, self.rungs, timeout_s)
 
     def capabilities(self) -> dict[str, Any]:
-        from .results import json_schemas
-
-        gw = self.config.gateway
-        return {
-            "name": "system1-gateway",
-            "version": __version__,
-            "schema_versions": {"judge": SCHEMA_VERSION, "decide": SCHEMA_VERSION},
-            "provider_chain": None if self.config_error else self.config.chain,
-            "config_error": self.config_error.message if self.config_error else None,
-            "thresholds": {"min_confidence": gw.min_confidence},
-            "timeouts": {"timeout_s": gw.timeout_s, "deadline_s": gw.deadline_s},
-            "providers": sorted(providers.KINDS),
-            "schemas": json_schemas(),
-        }
+        return reports.capabilities(self.config, self.config_error)
 
     def credentials(self, name: str) -> dict[str, Any]:
-        """Whether a rung's credentials are present locally (never their values)."""
-        try:
-            provider = self.rung(name)
-        except GatewayError as exc:
-            return {"needed": None, "present": None, "env": None, "error": exc.message}
-        check = getattr(provider, "credentials", None)
-        needed, present, env = check() if check else (False, True, None)
-        info = {"needed": needed, "present": present, "env": env, "error": None}
-        if getattr(provider, "credentials_note", None):
-            info["note"] = provider.credentials_note
-        return info
+        return reports.credentials(self.rungs, name)
 
     def starting_rung(self) -> str | None:
-        """The first rung with credentials present and not cooling (no probing)."""
-        cooling = {c.rung for c in self.cooldowns.active()}
-        for name in self.config.chain:
-            if name not in cooling and self.credentials(name)["present"]:
-                return name
-        return None
+        return reports.starting_rung(self.config, self.rungs, self.cooldowns)
 
     def status(self) -> dict[str, Any]:
-        """Order, credentials, cooldowns, route, counts and toggle state (metadata only)."""
-        if self.config_error:
-            rungs: dict[str, Any] = {}
-        else:
-            rungs = {name: {"kind": self.config.kind_of(name), "credentials": self.credentials(name)}
-                     for name in self.config.chain}
-        return {
-            "order": None if self.config_error else self.config.chain,
-            "config_error": self.config_error.message if self.config_error else None,
-            "paused": toggle.paused(),
-            "min_confidence": self.config.gateway.min_confidence,
-            "rungs": rungs,
-            "cooldowns": [{"rung": c.rung, "reason": c.reason, "until": _iso(c.until),
-                           "remaining_s": round(c.remaining_s, 1)} for c in self.cooldowns.active()],
-            "preferred_start": None if self.config_error else self.config.chain[0],
-            "actual_start": None if self.config_error else self.starting_rung(),
-            **audit.today_summary(),
-        }
+        return reports.status(self.config, self.config_error, self.rungs, self.cooldowns)
 
     # -- audit ----------------------------------------------------------------------------
     def _audit(self, result: dict[str, Any], request: JudgeRequest | None) -> None:
@@ -356,14 +190,6 @@ class Gateway:
         audit.record(entry, debug)
 
 
-def _iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(epoch))
-
-
-def _clock(epoch: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(epoch))
-
-
 def _paused_answers(request: JudgeRequest) -> dict[str, dict[str, Any]]:
     """Every question abstains while paused; uniform probabilities say "no opinion"."""
     answers = {}
@@ -384,40 +210,16 @@ def _paused_answers(request: JudgeRequest) -> dict[str, dict[str, Any]]:
 
 
 def _request_id(payload: Any) -> str:
+    """The caller's id when it is one the request schema accepts, else a fresh one (an
+    invalid request still gets an id its error can be traced by)."""
     rid = payload.get("request_id") if isinstance(payload, dict) else getattr(payload, "request_id", None)
-    return rid if isinstance(rid, str) and 0 < len(rid) <= 200 else uuid.uuid4().hex
-
-
-def _unsupported(limits: Any, request: JudgeRequest) -> str | None:
-    if len(request.questions) > limits.max_questions:
-        return f"{len(request.questions)} questions exceed this provider's max_questions {limits.max_questions}"
-    for qid, q in request.questions.items():
-        if q.type not in limits.types:
-            return f"question {qid!r}: type {q.type!r} is not supported by this provider"
-        n = len(q.criteria) if q.type != "noul" else 2
-        if n > limits.max_options:
-            return f"question {qid!r}: {n} options exceed this provider's max_options {limits.max_options}"
-    return None
-
-
-def _attempt_record(name: str, outcome: str, t0: float, detail: str | None) -> dict[str, Any]:
-    return {"provider": name, "outcome": outcome, "latency_ms": _ms(time.perf_counter() - t0), "detail": detail}
-
-
-def _add_usage(total: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
-    """Sum where reported; unknown stays None (never 0)."""
-    out = {}
-    for key in ("input_tokens", "output_tokens"):
-        a, b = total.get(key), (more or {}).get(key)
-        out[key] = a if b is None else b if a is None else a + b
-    return out
-
-
-def _first_problem(probes: list[dict[str, Any]]) -> str | None:
-    for p in probes:
-        if not p["ok"]:
-            return f"{p['provider']}: {p['detail']}"
-    return None
+    if isinstance(rid, str) and 0 < len(rid) <= 200:
+        try:
+            rid.encode("utf-8")
+            return rid
+        except UnicodeEncodeError:
+            pass
+    return uuid.uuid4().hex
 
 
 def _judge_result(rid, chain, started, *, answers=None, provider=None, model=None,
@@ -430,7 +232,7 @@ def _judge_result(rid, chain, started, *, answers=None, provider=None, model=Non
         "order": list(chain),
         "provider": provider,
         "model": model,
-        "latency_ms": _ms(time.perf_counter() - started),
+        "latency_ms": ms(time.perf_counter() - started),
         "attempts": attempts or [],
         "usage": usage or dict(_NO_USAGE),
         "error": error,

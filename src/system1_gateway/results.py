@@ -81,6 +81,7 @@ ErrorCode = Literal[
     "malformed_response",
     "deadline_exceeded",
     "all_cooling",
+    "internal_error",
 ]
 
 

@@ -6,6 +6,7 @@ Adding an engine is one module under providers/ and one line here.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 from ..errors import ConfigError
@@ -31,4 +32,11 @@ def provider_class(kind: str) -> Any:
 
 
 def build(name: str, kind: str, settings: dict[str, Any]) -> Any:
-    return provider_class(kind)(name, settings)
+    """A provider instance; its missing optional dependencies are a ConfigError naming the
+    extra to install (not an "internal error" on the first request)."""
+    cls = provider_class(kind)
+    for module, extra in cls.requires.items():
+        if importlib.util.find_spec(module) is None:
+            raise ConfigError(f"[providers.{name}] kind {kind!r} needs the {module!r} package: "
+                              f"pip install 'system1-gateway[{extra}]'")
+    return cls(name, settings)

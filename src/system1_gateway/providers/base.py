@@ -16,7 +16,7 @@ failures are raised as errors.ProviderFailure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -56,17 +56,41 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Provider(Protocol):
-    kind: ClassVar[str]
+class BaseProvider:
+    """What every provider is; subclasses override what their engine needs.
+
+    `judge` and `health` are the contract. The rest have defaults the core relies on, so it
+    never probes for optional methods:
+      * `limits`: what the rung can answer (beyond them the core skips it);
+      * `self_timed`: True when judge() itself never runs past its timeout (in-memory
+        engines): the core then calls it inline instead of on a worker thread;
+      * `requires`: {module: extra} the provider imports at run time; a missing one is a
+        config_error at build time naming the extra (providers.build);
+      * `credentials()` → (needed, present, variable name), checked locally, never the value;
+      * `warm()` loads models before a request's clock starts; `close()` frees clients.
+    """
+
+    kind: ClassVar[str] = ""
+    requires: ClassVar[dict[str, str]] = {}
+    self_timed: ClassVar[bool] = False
+    credentials_note: ClassVar[str | None] = None
     name: str
-    limits: Limits
-    # Optional: `self_timed = True` when judge() itself never runs past timeout_s (the core
-    # then calls it inline instead of on a worker thread); `credentials() -> (needed,
-    # present, env_var_name)`; `warm()` to load models before a request's clock starts.
+    limits: Limits = Limits()
 
-    def judge(self, request: JudgeRequest, timeout_s: float) -> Reply: ...
+    def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
+        raise NotImplementedError
 
-    def health(self, timeout_s: float) -> Health: ...
+    def health(self, timeout_s: float) -> Health:
+        raise NotImplementedError
+
+    def credentials(self) -> tuple[bool, bool, str | None]:
+        return False, True, None
+
+    def warm(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
 def parse_settings(model: type[Settings], name: str, raw: dict[str, Any]) -> Any:

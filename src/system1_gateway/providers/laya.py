@@ -177,8 +177,14 @@ class LayaProvider(SystemOneProvider):
         if flavour == "laya-serve":
             return Health(True, "laya-serve /healthz ok (checkpoint routing cannot be verified on this server)",
                           self.settings.model)
-        resp = self._client.get(self.root + "/health", headers=self._headers(), timeout=httpx.Timeout(timeout_s))
-        loaded = resp.json().get("loaded") if resp.status_code == 200 else None
+        try:
+            resp = self._client.get(self.root + "/health", headers=self._headers(), timeout=httpx.Timeout(timeout_s))
+            body = resp.json() if resp.status_code == 200 else None
+        except httpx.HTTPError as exc:
+            return Health(False, f"unreachable ({type(exc).__name__})", self.settings.model)
+        except ValueError:
+            return Health(False, "/health answered 200 with a body that is not JSON", self.settings.model)
+        loaded = body.get("loaded") if isinstance(body, dict) else None
         if isinstance(loaded, list) and self.settings.model not in loaded:
             return Health(True, f"warning: pinned checkpoint {self.settings.model!r} is not preloaded "
                                 f"(loaded: {', '.join(map(str, loaded)) or 'none'}); the first call will load it",

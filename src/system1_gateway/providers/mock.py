@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ..errors import ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
-from .base import Health, Limits, Reply, Settings, parse_settings
+from .base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
 
 MALFORMED_KINDS = (
     "not_object", "missing", "wrong_type", "sum", "negative", "not_argmax",
@@ -30,13 +30,13 @@ class MockSettings(Settings):
     model: str = "mock-1"
     latency_ms: float = Field(default=0.0, ge=0, le=600_000)
     mode: Literal["answer", "abstain", "fail", "timeout", "malformed"] = "answer"
-    failure: Literal["engine", "credentials", "quota", "model", "rate_limit", "overload", "transport", "server"] = "engine"
+    failure: Literal["engine", "credentials", "quota", "model", "rate_limit", "overload", "transport", "server", "endpoint"] = "engine"
     malformed: Literal[MALFORMED_KINDS] = "sum"  # type: ignore[valid-type]
     confidence: float = Field(default=0.9, gt=0, le=1)
     answer: str | None = Field(default=None, description="Force this label (or true/false) everywhere")
 
 
-class MockProvider:
+class MockProvider(BaseProvider):
     kind: ClassVar[str] = "mock"
     self_timed: ClassVar[bool] = True  # never runs past its timeout: the core calls it inline
 

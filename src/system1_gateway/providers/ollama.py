@@ -50,9 +50,6 @@ class OllamaProvider(SystemOneProvider):
     def _parse(self, name: str, settings: dict[str, Any]) -> Any:
         return parse_settings(OllamaSettings, name, settings)
 
-    def credentials(self) -> tuple[bool, bool, str | None]:
-        return False, True, None
-
     @staticmethod
     def options(question: Any) -> tuple[list[str], list[str]]:
         """(what the model is asked to say, the answer labels), position for position."""
@@ -139,4 +136,9 @@ class OllamaProvider(SystemOneProvider):
             return Health(False, f"unreachable ({type(exc).__name__})", self.settings.model)
         if resp.status_code != 200:
             return Health(False, f"/api/version answered {resp.status_code}", self.settings.model)
-        return Health(True, f"ollama {resp.json().get('version', '?')}", self.settings.model)
+        try:
+            body = resp.json()
+        except ValueError:
+            return Health(False, "/api/version answered 200 with a body that is not JSON", self.settings.model)
+        version = body.get("version", "?") if isinstance(body, dict) else "?"
+        return Health(True, f"ollama {version}", self.settings.model)

@@ -22,8 +22,8 @@ from pydantic import Field
 from ..errors import ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from ..render import render
-from .base import Health, Limits, Reply, Settings, parse_settings
-from .systemone import QUOTA_WORDS, retry_after
+from .base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
+from .failures import classify
 
 KEY_ENV = "SYSTEM1_OPENAI_API_KEY"
 BATCH = 400
@@ -35,8 +35,9 @@ class OpenAISettings(Settings):
     max_options: int = Field(default=255, ge=2, le=255)
 
 
-class OpenAIProvider:
+class OpenAIProvider(BaseProvider):
     kind: ClassVar[str] = "openai"
+    requires: ClassVar[dict[str, str]] = {"openai": "openai"}
     credentials_note = "only SYSTEM1_OPENAI_API_KEY is read; a generic OPENAI_API_KEY is ignored on purpose"
 
     def __init__(self, name: str, settings: dict[str, Any]):
@@ -131,26 +132,13 @@ class OpenAIProvider:
         return Reply(answers=answers, model=model, usage=usage)
 
     def _failure(self, exc: Any) -> ProviderFailure:
-        status = exc.status_code
         body = exc.body if isinstance(exc.body, dict) else {}
-        err = body.get("error", body) if isinstance(body, dict) else {}
-        message = str((err or {}).get("message") or exc.message)[:300]
-        code = str((err or {}).get("code") or "")
-        detail = f"{self.name}: HTTP {status}: {message}"
-        wait = retry_after(exc.response.headers) if exc.response is not None else None
-        if status in (401, 403):
-            return ProviderFailure(detail, kind="credentials")
-        if status == 402 or code == "insufficient_quota" or (status in (400, 429) and QUOTA_WORDS.search(message)):
-            return ProviderFailure(detail, kind="quota")
-        if status == 404:
-            return ProviderFailure(detail, kind="model")
-        if status == 429:
-            return ProviderFailure(detail, kind="rate_limit", retry_after_s=wait)
-        if status in (503, 529):
-            return ProviderFailure(detail, kind="overload", retry_after_s=wait)
-        if status >= 500:
-            return ProviderFailure(detail, kind="server", retry_after_s=wait)
-        return ProviderFailure(detail, kind="rejected", advance=False)
+        err = body.get("error", body)
+        err = err if isinstance(err, dict) else {}
+        message = str(err.get("message") or exc.message)
+        headers = exc.response.headers if exc.response is not None else {}
+        return classify(self.name, exc.status_code, message, headers, code=str(err.get("code") or ""),
+                        secrets=(os.environ.get(KEY_ENV),))
 
     def health(self, timeout_s: float) -> Health:
         if not os.environ.get(KEY_ENV):

@@ -2,13 +2,11 @@
 parsed tolerantly across the dialects of §11 (error bodies, status codes, score legend and
 probability key shapes, usage missing vs zero, `noul` vs `noul_raw` vs `probability`).
 
-Failure classes (what the waterfall does with them, core.py / cooldowns.py):
-  401 / 403 → credentials (cools 300 s); 402, or a 400 whose body speaks of credits, quota,
-  balance or billing → quota (300 s); 404 naming the model → model (300 s); 429 → rate_limit;
-  503 / 529 → overload; other 5xx → server (30 s or the server's Retry-After, ≤ 300 s);
-  connection refused / reset / DNS / connect timeout → transport (30 s); a read past the
-  attempt's time → timeout (no cooling); a body that is not a valid answer → malformed (no
-  cooling); any other 4xx → the engine rejected the request: an error that does not advance.
+Failure classes: non-200 answers go through the shared classifier (failures.py: a wrong
+route or a redirect makes the rung unusable, a 4xx that blames the request does not
+advance); connection refused / reset / DNS / connect timeout → transport (30 s); a read past
+the attempt's time → timeout (no cooling); a body that is not a valid answer → malformed (no
+cooling); the key variable unset → the rung is skipped, not cooled.
 
 The adapter never retries; the whole exchange, body included, is bounded by the attempt's
 timeout (a slow-drip body is cut at the deadline). Loopback endpoints bypass system proxies;
@@ -18,11 +16,9 @@ environment variable named by `api_key_env` and never appears in errors or logs.
 
 from __future__ import annotations
 
-import email.utils
 import ipaddress
 import json
 import os
-import re
 import time
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -31,11 +27,12 @@ import httpx
 from pydantic import Field, field_validator
 
 from ..config import CREDENTIAL_KEYS as SECRET_KEYS
-from ..errors import ConfigError, ProviderFailure, ProviderTimeout
+from ..errors import ConfigError, MissingCredentials, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
-from .base import Health, Limits, Reply, Settings, parse_settings
+from .base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
+from .failures import classify, error_message
 
-QUOTA_WORDS = re.compile(r"credit|quota|balance|billing|insufficient[_ ]funds|payment required", re.I)
+__all__ = ["SystemOneProvider", "SystemOneSettings", "error_message", "is_loopback"]
 
 
 class SystemOneSettings(Settings):
@@ -64,48 +61,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def error_message(body: Any) -> str | None:
-    """The official SDK's extraction order: error (str), error.message, message, detail (str),
-    detail.message, detail[*].msg."""
-    if not isinstance(body, dict):
-        return None
-    err = body.get("error")
-    if isinstance(err, str):
-        return err
-    if isinstance(err, dict) and isinstance(err.get("message"), str):
-        return err["message"]
-    if isinstance(body.get("message"), str):
-        return body["message"]
-    detail = body.get("detail")
-    if isinstance(detail, str):
-        return detail
-    if isinstance(detail, dict) and isinstance(detail.get("message"), str):
-        return detail["message"]
-    if isinstance(detail, list):
-        msgs = [f"{'.'.join(map(str, d.get('loc', [])))}: {d.get('msg')}" for d in detail if isinstance(d, dict)]
-        return "; ".join(msgs) or None
-    return None
-
-
-def retry_after(headers: httpx.Headers) -> float | None:
-    """`retry-after-ms` first, then `retry-after` (seconds or an HTTP date)."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, when.timestamp() - time.time()) if when else None
-
-
-class SystemOneProvider:
+class SystemOneProvider(BaseProvider):
     kind: ClassVar[str] = "systemone"
 
     # Dialects whose key lives in one fixed variable (SYSTEM1_JEV_API_KEY, …) set this; the
@@ -147,15 +103,22 @@ class SystemOneProvider:
         env = self.settings.api_key_env
         return bool(env), bool(env and os.environ.get(env)), env
 
+    def _key(self) -> str | None:
+        env = self.settings.api_key_env
+        return os.environ.get(env) or None if env else None
+
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json"}
         env = self.settings.api_key_env
         if env:
-            key = os.environ.get(env)
+            key = self._key()
             if not key:
-                raise ProviderFailure(f"{self.name}: environment variable {env} is not set", kind="credentials")
+                raise MissingCredentials(f"{self.name}: environment variable {env} is not set")
             headers["authorization"] = f"Bearer {key}"
         return headers
+
+    def close(self) -> None:
+        self._client.close()
 
     def _body(self, request: JudgeRequest) -> bytes:
         questions = {}
@@ -184,6 +147,8 @@ class SystemOneProvider:
             raise ProviderFailure(f"{self.name}: transport failure ({type(exc).__name__})", kind="transport") from None
         except (httpx.ReadTimeout, httpx.WriteTimeout):
             raise ProviderTimeout(f"{self.name}: no answer within {timeout_s:.2f} s") from None
+        except httpx.HTTPError as exc:  # anything else httpx raises (bad header, decoding, …)
+            raise ProviderFailure(f"{self.name}: HTTP exchange failed ({type(exc).__name__})", kind="transport") from None
 
     def _exchange(self, body: bytes, timeout_s: float, url: str | None = None) -> dict[str, Any]:
         """POST, then the JSON object of a 200, or the failure its status and body mean."""
@@ -203,27 +168,8 @@ class SystemOneProvider:
         return self._reply(request, self._exchange(self._body(request), timeout_s))
 
     def _failure(self, resp: httpx.Response, body: Any) -> ProviderFailure:
-        status = resp.status_code
-        message = (error_message(body) or resp.reason_phrase or "")[:300]
-        detail = f"{self.name}: HTTP {status}" + (f": {message}" if message else "")
-        wait = retry_after(resp.headers)
-        if status in (401, 403):
-            return ProviderFailure(detail, kind="credentials")
-        if status == 402 or (status in (400, 403, 429) and QUOTA_WORDS.search(message)):
-            return ProviderFailure(detail, kind="quota")
-        if status == 404 and "model" in message.lower():
-            return ProviderFailure(detail, kind="model")
-        if status == 429:
-            return ProviderFailure(detail, kind="rate_limit", retry_after_s=wait)
-        if status in (503, 529):
-            return ProviderFailure(detail, kind="overload", retry_after_s=wait)
-        if status == 408:
-            return ProviderTimeout(detail)
-        if status >= 500:
-            return ProviderFailure(detail, kind="server", retry_after_s=wait)
-        # Any other 4xx: the engine refused this request. Another engine would not do better
-        # with the same (already validated) input, so it does not advance.
-        return ProviderFailure(detail, kind="rejected", advance=False)
+        message = error_message(body) or resp.reason_phrase or ""
+        return classify(self.name, resp.status_code, message, resp.headers, secrets=(self._key(),))
 
     def _reply(self, request: JudgeRequest, body: dict[str, Any]) -> Reply:
         model = body.get("model") if isinstance(body.get("model"), str) else self.settings.model

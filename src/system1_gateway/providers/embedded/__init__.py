@@ -37,7 +37,7 @@ from ...logs import LOGGER
 from ...model import JudgeRequest
 from ...paths import state_dir
 from ...render import render
-from ..base import Health, Limits, Reply, Settings, parse_settings
+from ..base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
 from . import assets
 from .prior import RunningPrior
 
@@ -94,7 +94,7 @@ def fast_texts(question: Any) -> tuple[list[str], list[str]]:
     return question.labels, [render(desc) for desc in question.criteria]
 
 
-class EmbeddedProvider:
+class EmbeddedProvider(BaseProvider):
     kind: ClassVar[str] = "embedded"
 
     def __init__(self, name: str, settings: dict[str, Any]):

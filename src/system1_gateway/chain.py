@@ -1,0 +1,266 @@
+"""The waterfall (SPEC §3): one request walks the rungs under one deadline.
+
+`Rungs` owns the provider instances (built once from the config, or injected by tests and
+benchmarks); `Chain.run` walks them: cooling and key-less rungs are passed over, each attempt
+gets a fair share of what is left of the deadline, and `_attempt` is the one place where
+what a provider raised becomes an outcome (like httpx's single exception-mapping point):
+
+  ProviderFailure      → its own outcome; cools per its kind; advances unless `advance=False`
+  ConfigError          → `error` (a rung that cannot be built); advances, never cools
+  any other exception  → `error`, "internal error" of that provider; advances, never cools
+
+The answer check runs after the provider returned: a MalformedAnswer is the provider's fault
+(advances); anything else it raises is the gateway's own bug and stops the chain with
+`internal_error` instead of being blamed on the engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import consent, providers
+from .answers import finalize
+from .config import Config
+from .cooldowns import Cooling, CooldownStore, cooldown_for
+from .errors import (
+    ALL_COOLING,
+    DEADLINE_EXCEEDED,
+    INTERNAL_ERROR,
+    PROVIDER_ERROR,
+    ConfigError,
+    GatewayError,
+    ProviderFailure,
+    ProviderTimeout,
+    Unsupported,
+)
+from .logs import LOGGER
+from .model import JudgeRequest
+from .notices import notice
+from .providers.base import BaseProvider, Limits
+
+log = logging.getLogger(LOGGER)
+_NO_USAGE = {"input_tokens": None, "output_tokens": None}
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+def clock(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(epoch))
+
+
+class Rungs:
+    """Provider instances by rung name, built once (constructor errors propagate)."""
+
+    def __init__(self, config: Config, injected: dict[str, BaseProvider] | None = None,
+                 build: Callable[[str, str, dict], BaseProvider] = providers.build):
+        self._config = config
+        self._built: dict[str, BaseProvider] = dict(injected or {})
+        self._build = build
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> BaseProvider:
+        with self._lock:
+            if name not in self._built:
+                kind = self._config.kind_of(name)
+                self._built[name] = self._build(name, kind, self._config.provider_settings(name))
+            return self._built[name]
+
+    def not_ready(self, name: str) -> str | None:
+        """Why the rung may not start — no billing consent, no key here — or None (a rung
+        that cannot be built is reported by its attempt)."""
+        refused = consent.missing(name, self._config.kind_of(name))
+        if refused:
+            return refused
+        try:
+            needed, present, env = self.get(name).credentials()
+        except GatewayError:
+            return None
+        return f"no credentials: environment variable {env} is not set" if needed and not present else None
+
+    def close(self) -> None:
+        with self._lock:
+            built, self._built = list(self._built.values()), {}
+        for provider in built:
+            try:
+                provider.close()
+            except Exception:  # noqa: BLE001 - closing must not fail a shutdown
+                log.debug("closing %s failed", getattr(provider, "name", "?"), exc_info=True)
+
+
+@dataclass
+class Outcome:
+    """What one walk of the chain produced: answers from a winning rung, or an error."""
+
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    answers: dict[str, Any] | None = None
+    provider: str | None = None
+    model: str | None = None
+    usage: dict[str, Any] = field(default_factory=lambda: dict(_NO_USAGE))
+    error: GatewayError | None = None
+
+
+class Chain:
+    def __init__(self, rungs: Rungs, cooldowns: CooldownStore, timeout_s: float):
+        self.rungs = rungs
+        self.cooldowns = cooldowns
+        self.timeout_s = timeout_s
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="system1-rung")
+            return self._pool
+
+    # -- the walk -------------------------------------------------------------------------
+    def run(self, request: JudgeRequest, chain: list[str], threshold: float, deadline_s: float,
+            started: float) -> Outcome:
+        deadline = started + deadline_s
+        out = Outcome()
+        last: GatewayError | None = None
+        cooling: list[Cooling] = []
+        queue = list(chain)
+        retried = False
+        while queue:
+            name = queue[0]
+            state = self.cooldowns.check(name)
+            if isinstance(state, Cooling):
+                cooling.append(state)
+                out.attempts.append(_record(name, "cooling", None, f"cooling until {clock(state.until)} ({state.reason})"))
+                queue.pop(0)
+                continue
+            blocked = self.rungs.not_ready(name)
+            if blocked:  # not a failure: this rung cannot start (no key here, no consent)
+                out.attempts.append(_record(name, "skipped", None, blocked))
+                last = GatewayError(f"{name}: {blocked}", PROVIDER_ERROR)
+                if blocked.startswith("no billing consent"):
+                    notice(f"consent:{name}", "rung %s skipped: %s", name, blocked, shared=self.cooldowns)
+                queue.pop(0)
+                continue
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0.005:
+                last = GatewayError(f"deadline of {deadline_s:g} s exhausted before rung {name!r}", DEADLINE_EXCEEDED)
+                break
+            timeout_s = min(self.timeout_s, remaining / len(queue))  # a fair share for every later rung
+            t0 = time.perf_counter()
+            reply, failure = self._attempt(name, request, timeout_s)
+            if failure is None:
+                try:
+                    answers = finalize(request, reply.answers, threshold)
+                except ProviderFailure as exc:  # the answer check rejected what the engine said
+                    failure = exc
+                except Exception as exc:  # noqa: BLE001 - our bug, not the engine's
+                    log.exception("answer check failed on %s's reply", name)
+                    out.attempts.append(_record(name, "error", t0, "gateway internal error in the answer check"))
+                    out.error = GatewayError(f"internal error in the answer check ({type(exc).__name__}); "
+                                             f"please report it", INTERNAL_ERROR)
+                    return out
+            if failure is not None:
+                outcome = failure.outcome if isinstance(failure, ProviderFailure) else "error"
+                out.attempts.append(_record(name, outcome, t0, failure.message))
+                last = failure
+                if isinstance(failure, ProviderFailure):
+                    self._cool(name, failure)
+                    if not failure.advance:
+                        break
+                    if isinstance(failure, ProviderTimeout) and len(chain) == 1 and not retried:
+                        retried = True  # one retry after a timeout when this is the only rung
+                        continue
+                queue.pop(0)
+                continue
+            if state is True and self.cooldowns.recovered(name):
+                notice(f"recovered:{name}", "rung %s recovered", name, shared=self.cooldowns)
+            out.attempts.append(_record(name, "ok", t0, None))
+            out.answers, out.provider, out.model = answers, name, reply.model
+            out.usage = _add_usage(out.usage, reply.usage)
+            return out
+        out.error = self._exhausted(chain, cooling, last)
+        notice(f"exhausted:{','.join(chain)}:{out.error.code}", "provider chain %s exhausted: %s",
+               chain, out.error.message, shared=self.cooldowns)
+        return out
+
+    def _exhausted(self, chain: list[str], cooling: list[Cooling], last: GatewayError | None) -> GatewayError:
+        if cooling and len(cooling) == len(chain):
+            soonest = min(cooling, key=lambda c: c.until)
+            return GatewayError(f"every rung is cooling; the soonest back is {soonest.rung!r} at "
+                                f"{clock(soonest.until)} (in {soonest.remaining_s:.0f} s)", ALL_COOLING)
+        error = last or GatewayError("no provider answered", PROVIDER_ERROR)
+        if len(chain) > 1 and error.code != DEADLINE_EXCEEDED and getattr(error, "advance", True):
+            error = GatewayError(f"every rung failed; last: {error.message}", error.code)
+        return error
+
+    # -- one attempt: the one place exceptions become outcomes ------------------------------
+    def _attempt(self, name: str, request: JudgeRequest, timeout_s: float) -> tuple[Any, GatewayError | None]:
+        try:
+            provider = self.rungs.get(name)
+            reason = unsupported(provider.limits, request)
+            if reason:
+                raise Unsupported(reason)
+            if provider.self_timed:
+                # The provider bounds itself by timeout_s (in-memory engines): no worker
+                # thread, whose hand-off alone costs a fraction of a millisecond.
+                return provider.judge(request, timeout_s), None
+            future = self._executor().submit(provider.judge, request, timeout_s)
+            try:
+                return future.result(timeout=timeout_s), None
+            except FutureTimeout:
+                future.cancel()
+                raise ProviderTimeout(f"{name}: no answer within {timeout_s:.2f} s") from None
+        except (ProviderFailure, ConfigError) as exc:
+            return None, exc
+        except Exception as exc:  # noqa: BLE001 - a provider bug must not take the gateway down
+            log.exception("rung %s raised an unexpected error", name)
+            return None, ProviderFailure(f"{name}: internal error ({type(exc).__name__})")
+
+    def _cool(self, name: str, exc: ProviderFailure) -> None:
+        if exc.outcome == "skipped":
+            return  # beyond the rung's limits or no key here: not a failure, nothing to tell
+        seconds = cooldown_for(exc.kind, exc.retry_after_s)
+        if seconds is None:
+            notice(f"failed:{name}:{exc.kind}", "rung %s failed (%s): %s", name, exc.kind, exc.message,
+                   shared=self.cooldowns)
+            return
+        cooled = self.cooldowns.cool(name, seconds, f"{exc.kind}: {exc.message[:160]}")
+        notice(f"cooling:{name}:{cooled.until:.0f}", "rung %s failed (%s), cooling until %s: %s",
+               name, exc.kind, clock(cooled.until), exc.message, shared=self.cooldowns)
+
+
+def unsupported(limits: Limits, request: JudgeRequest) -> str | None:
+    if len(request.questions) > limits.max_questions:
+        return f"{len(request.questions)} questions exceed this provider's max_questions {limits.max_questions}"
+    for qid, q in request.questions.items():
+        if q.type not in limits.types:
+            return f"question {qid!r}: type {q.type!r} is not supported by this provider"
+        n = len(q.criteria) if q.type != "noul" else 2
+        if n > limits.max_options:
+            return f"question {qid!r}: {n} options exceed this provider's max_options {limits.max_options}"
+    return None
+
+
+def _record(name: str, outcome: str, t0: float | None, detail: str | None) -> dict[str, Any]:
+    latency = 0.0 if t0 is None else ms(time.perf_counter() - t0)
+    return {"provider": name, "outcome": outcome, "latency_ms": latency, "detail": detail}
+
+
+def _add_usage(total: dict[str, Any], more: dict[str, Any] | None) -> dict[str, Any]:
+    """Sum where reported; unknown stays None (never 0)."""
+    out = {}
+    for key in ("input_tokens", "output_tokens"):
+        a, b = total.get(key), (more or {}).get(key)
+        out[key] = a if b is None else b if a is None else a + b
+    return out

@@ -1,0 +1,149 @@
+"""The waterfall's one exception-mapping point (chain.py): what each failure means for the
+rung, for the chain and for the people reading notices."""
+
+import logging
+
+import pytest
+
+from system1_gateway import chain, consent, notices
+from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.cooldowns import CooldownStore
+from system1_gateway.core import Gateway
+from system1_gateway.providers.base import BaseProvider, Health, Reply
+from system1_gateway.providers.mock import MockProvider
+from system1_gateway.results import judge_result_adapter
+
+from conftest import judge_payload
+from fault_engine import FaultEngine
+
+
+class Recorder(BaseProvider):
+    """Answers like mock and counts its calls (injected, not built from the config)."""
+
+    kind = "recorder"
+
+    def __init__(self, name="first"):
+        self.name = name
+        self.calls = 0
+        self._mock = MockProvider(name, {})
+
+    def judge(self, request, timeout_s):
+        self.calls += 1
+        return self._mock.judge(request, timeout_s)
+
+    def health(self, timeout_s):
+        return Health(True, "ok")
+
+
+def two_rungs(**providers):
+    return Gateway(Config(gateway=GatewaySettings(provider="first", fallback=["mock"])), providers=providers)
+
+
+def test_injected_providers_answer_without_being_built():
+    recorder = Recorder()
+    result = two_rungs(first=recorder).judge(judge_payload())
+    assert result["provider"] == "first" and recorder.calls == 1
+
+
+def test_a_bug_in_the_answer_check_is_ours_and_does_not_advance(monkeypatch):
+    def broken(*args):
+        raise KeyError("bug")
+
+    monkeypatch.setattr(chain, "finalize", broken)
+    fallback = Recorder("mock")
+    result = two_rungs(first=Recorder(), mock=fallback).judge(judge_payload())
+    judge_result_adapter.validate_python(result)
+    assert result["error"]["code"] == "internal_error" and "answer check" in result["error"]["message"]
+    assert [a["provider"] for a in result["attempts"]] == ["first"] and fallback.calls == 0
+    assert Gateway().cooldowns.active() == []  # the engine is not blamed
+
+
+def test_an_unsupported_rung_is_skipped_silently(caplog):
+    small = Recorder()
+    small.limits = type(small.limits)(max_options=2)
+    with caplog.at_level(logging.WARNING):
+        result = two_rungs(first=small).judge(
+            {"state": "s", "questions": {"c": {"type": "choice", "criteria": ["a", "b", "c"]}}})
+    assert result["attempts"][0]["outcome"] == "skipped" and result["provider"] == "mock"
+    assert "failed" not in caplog.text and small.calls == 0
+
+
+def test_an_empty_key_on_an_inherited_rung_skips_without_cooling(monkeypatch):
+    # ollama inherits the systemone exchange; its key variable is set but empty.
+    engine = FaultEngine()
+    try:
+        monkeypatch.setenv("OLLAMA_KEY", "")
+        gw = Gateway(Config(gateway=GatewaySettings(provider="ollama", fallback=["mock"]),
+                            providers={"ollama": {"endpoint": engine.url, "model": "qwen3", "api_key_env": "OLLAMA_KEY"}}))
+        result = gw.judge(judge_payload())
+        first = result["attempts"][0]
+        assert (first["outcome"], result["provider"]) == ("skipped", "mock")
+        assert "OLLAMA_KEY is not set" in first["detail"]
+        assert gw.cooldowns.active() == [] and engine.requests == []
+    finally:
+        engine.close()
+
+
+def test_a_missing_optional_package_is_a_config_error_naming_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a))
+    consent.save({"openai": consent.now()})
+    gw = Gateway(Config(gateway=GatewaySettings(provider="openai", fallback=["mock"])))
+    monkeypatch.setenv("SYSTEM1_OPENAI_API_KEY", "sk-test-abcdefgh")
+    result = gw.judge(judge_payload())
+    hint = "pip install 'system1-gateway[openai]'"
+    assert result["provider"] == "mock" and hint in result["attempts"][0]["detail"]
+    assert "internal error" not in result["attempts"][0]["detail"]
+    assert hint in gw.status()["rungs"]["openai"]["credentials"]["error"]
+    assert hint in gw.health()["providers"][0]["detail"]
+    alone = Gateway(Config(gateway=GatewaySettings(provider="openai"))).judge(judge_payload())
+    assert alone["error"]["code"] == "config_error"
+
+
+@pytest.mark.parametrize("how", ["SYSTEM1_FALLBACK", "config"])
+def test_a_billed_rung_without_consent_is_skipped_never_called(monkeypatch, write_config, how, caplog):
+    called = []
+    monkeypatch.setattr("system1_gateway.providers.openai.OpenAIProvider.judge",
+                        lambda self, request, timeout_s: called.append(1))
+    monkeypatch.setenv("SYSTEM1_OPENAI_API_KEY", "sk-test-abcdefgh")
+    if how == "config":  # a hand edit
+        write_config('[gateway]\nprovider = "mock"\nfallback = ["openai"]\n')
+        gw = Gateway.from_environment()
+    else:
+        monkeypatch.setenv("SYSTEM1_PROVIDER", "openai")
+        monkeypatch.setenv("SYSTEM1_FALLBACK", "mock")
+        gw = Gateway.from_environment()
+    with caplog.at_level(logging.WARNING):
+        result = gw.judge(judge_payload(), provider="openai")
+    assert called == [] and result["error"] is not None
+    (attempt,) = result["attempts"]
+    assert attempt["outcome"] == "skipped" and "no billing consent recorded for 'openai'" in attempt["detail"]
+    assert "no billing consent" in caplog.text
+    assert gw.status()["rungs"]["openai"]["blocked"].startswith("no billing consent")
+    assert gw.starting_rung() != "openai"
+
+
+def test_notices_are_deduplicated_across_processes(tmp_path, caplog):
+    # Two stores on one file stand for two one-shot processes (CLI, hooks).
+    first, second = CooldownStore(tmp_path / "state.db"), CooldownStore(tmp_path / "state.db")
+    with caplog.at_level(logging.WARNING):
+        assert notices.notice("k", "rung x failed", shared=first)
+        notices._last.clear()  # what a new process starts with
+        assert not notices.notice("k", "rung x failed", shared=second)
+    assert caplog.text.count("rung x failed") == 1
+
+
+def test_close_frees_clients_and_threads():
+    engine = FaultEngine()
+    try:
+        gw = Gateway(Config(gateway=GatewaySettings(provider="fault", timeout_s=2, deadline_s=4),
+                            providers={"fault": {"kind": "systemone", "endpoint": engine.url, "model": "fault-1"}}))
+        assert gw.judge(judge_payload())["provider"] == "fault"
+        client = gw.rung("fault")._client
+        with gw:
+            pass
+        assert client.is_closed and gw._chain._pool is None
+    finally:
+        engine.close()
