@@ -129,3 +129,18 @@ def test_models_are_frozen():
         request.state = "other"
     assert isinstance(parse_decide({"question": "q"}), DecideRequest)
     assert isinstance(request, JudgeRequest)
+
+
+def test_json_nested_too_deeply_is_invalid_and_names_the_field():
+    from system1_gateway.model import MAX_DEPTH
+
+    deep = []
+    for _ in range(MAX_DEPTH + 5):
+        deep = [deep]
+    for payload, field in (({"state": deep, "questions": {"q": {"type": "noul", "instructions": "x"}}}, "state"),
+                           ({"state": "s", "questions": {"q": {"type": "noul", "instructions": deep}}}, "questions")):
+        with pytest.raises(ValidationError, match=f"{field}: nested deeper than {MAX_DEPTH} levels"):
+            parse_judge(payload)
+    with pytest.raises(ValidationError, match="context: nested deeper"):
+        parse_decide({"question": "q", "context": {"a": deep}})
+    parse_judge({"state": [[["fine"]]], "questions": {"q": {"type": "noul", "instructions": {"a": [1]}}}})

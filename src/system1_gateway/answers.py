@@ -14,12 +14,19 @@ from .errors import MalformedAnswer
 from .model import JudgeRequest
 
 SUM_TOLERANCE = 0.01
+MAX_RATIONALE = 2000  # an engine's free text is passed on, not stored unbounded
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise MalformedAnswer(f"{where}: expected a finite number, got {value!r}")
-    return float(value)
+    if not isinstance(value, bool) and isinstance(value, (int, float)):
+        try:
+            number = float(value)  # an int beyond float range overflows here
+        except OverflowError:
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    shown = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "an integer of that size"
+    raise MalformedAnswer(f"{where}: expected a finite number, got {shown[:80]}")
 
 
 def _distribution(raw: Any, labels: list[str], where: str) -> dict[str, float]:
@@ -76,7 +83,7 @@ def _canonical(question: Any, raw: Any, where: str) -> dict[str, Any]:
         out["engine_confidence"] = conf
     out["engine_abstained"] = bool(raw.get("abstained", False))
     if isinstance(raw.get("rationale"), str):
-        out["rationale"] = raw["rationale"]
+        out["rationale"] = raw["rationale"][:MAX_RATIONALE]
     return out
 
 

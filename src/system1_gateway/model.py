@@ -28,6 +28,8 @@ MAX_QUESTIONS = 1000
 MAX_DECIDE_QUESTION = 8000
 MAX_DECIDE_OPTIONS = 50
 
+MAX_DEPTH = 48  # nesting levels of JSON in a request (engines, renderers and logs recurse)
+
 # Text that may be a string or structured JSON (rendered deterministically, see render.py).
 Text = Union[str, dict[str, Any], list[Any]]
 Identifier = Annotated[str, Field(min_length=1, max_length=200)]
@@ -35,6 +37,33 @@ Identifier = Annotated[str, Field(min_length=1, max_length=200)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """True when `value` nests lists/objects deeper than `limit` (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _shallow(payload: Any) -> Any:
+    """Refuse JSON nested deeper than MAX_DEPTH, naming the top-level field, before anything
+    (validation included) walks it recursively."""
+    if isinstance(payload, dict):
+        for key, value in payload.items():
+            if _depth_exceeds(value, MAX_DEPTH):
+                raise ValueError(f"{key}: nested deeper than {MAX_DEPTH} levels")
+    return payload
 
 
 class NoulQuestion(_Strict):
@@ -125,6 +154,7 @@ class JudgeRequest(_Strict):
     deadline_s: float | None = Field(default=None, gt=0, le=600, description="overrides the configured deadline_s")
 
     _unit = field_validator("min_confidence")(_finite_unit)
+    _depth = model_validator(mode="before")(_shallow)
 
 
 class DecideRequest(_Strict):
@@ -140,6 +170,7 @@ class DecideRequest(_Strict):
     min_confidence: float | None = Field(default=None, ge=0, le=1)
 
     _unit = field_validator("min_confidence")(_finite_unit)
+    _depth = model_validator(mode="before")(_shallow)
 
     @field_validator("options")
     @classmethod

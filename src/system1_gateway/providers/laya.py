@@ -162,7 +162,7 @@ class LayaProvider(SystemOneProvider):
             labels = question.labels if question.type == "choice" else (
                 ["yes", "no"] if question.type == "noul" else question.labels)
             parts = [f"{label}={shown[label]:.2f}" for label in labels
-                     if isinstance(shown.get(label), (int, float))]
+                     if isinstance(shown.get(label), float) or (isinstance(shown.get(label), int) and abs(shown[label]) <= 1)]
             out["rationale"] = f"laya {self.settings.model}: " + ", ".join(parts)
         if abstain:
             out["abstained"] = True
@@ -182,7 +182,7 @@ class LayaProvider(SystemOneProvider):
             body = resp.json() if resp.status_code == 200 else None
         except httpx.HTTPError as exc:
             return Health(False, f"unreachable ({type(exc).__name__})", self.settings.model)
-        except ValueError:
+        except (ValueError, RecursionError):
             return Health(False, "/health answered 200 with a body that is not JSON", self.settings.model)
         loaded = body.get("loaded") if isinstance(body, dict) else None
         if isinstance(loaded, list) and self.settings.model not in loaded:

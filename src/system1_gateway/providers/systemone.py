@@ -155,7 +155,7 @@ class SystemOneProvider(BaseProvider):
         resp, raw = self._post(body, timeout_s, url)
         try:
             data = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser
             data = None
         if resp.status_code != 200:
             raise self._failure(resp, data)
