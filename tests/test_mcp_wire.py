@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+TOOLS = ["system1_decide", "system1_judge", "system1_health", "system1_capabilities", "system1_status"]
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
@@ -163,3 +164,65 @@ def test_stdout_carries_only_protocol_even_with_debug_logging(monkeypatch):
         assert srv.alive()
     finally:
         srv.close()
+
+
+# Protocol errors (JSON-RPC `error`, not an `isError` result), in both eras: an unknown tool
+# is -32602 (spec 2025-06-18 and 2025-11-25, server/tools › error handling), and malformed
+# tools/call params are -32602 with a message and data naming the field.
+
+def legacy(server):
+    server.handshake()
+    return {}
+
+
+def modern(server):
+    return {"_meta": MODERN_META}
+
+
+@pytest.mark.parametrize("era", [legacy, modern])
+def test_unknown_tool_is_a_protocol_error(server, era):
+    extra = era(server)
+    reply = server.request(7, "tools/call", {"name": "system1_nope", "arguments": {}, **extra})
+    assert "result" not in reply
+    error = reply["error"]
+    assert error["code"] == -32602
+    assert error["message"].startswith("Unknown tool: system1_nope")
+    assert error["data"]["name"] == "system1_nope"
+    assert error["data"]["tools"] == TOOLS
+    assert len(server.request("after", "tools/list", extra)["result"]["tools"]) == 5  # still serving
+
+
+@pytest.mark.parametrize("era", [legacy, modern])
+@pytest.mark.parametrize("params, field, problem, expected", [
+    ({"arguments": {}}, "params.name", "required field is missing", "the name of a tool"),
+    ({"name": 5, "arguments": {}}, "params.name", "not a string", "the name of a tool"),
+    ({"name": "system1_decide", "arguments": "nope"}, "params.arguments", "not an object", "an object"),
+    ({"name": "system1_decide", "arguments": ["q"]}, "params.arguments", "not an object", "an object"),
+], ids=["no-name", "name-not-a-string", "arguments-a-string", "arguments-a-list"])
+def test_malformed_tools_call_names_the_field(server, era, params, field, problem, expected):
+    extra = era(server)
+    error = server.request(8, "tools/call", {**params, **extra})["error"]
+    assert error["code"] == -32602
+    assert error["message"].startswith(f"Invalid params for tools/call: {field}: {problem} (expected {expected}"), error
+    assert error["data"]["method"] == "tools/call"
+    assert [(e["field"], e["problem"]) for e in error["data"]["errors"]] == [(field, problem)]
+    assert error["data"]["errors"][0]["expected"].startswith(expected)
+
+
+@pytest.mark.parametrize("method, params", [("tools/list", {}), ("tools/call", {"name": "system1_status"})])
+def test_request_before_initialize_says_initialize_is_needed(server, method, params):
+    error = server.request(1, method, params)["error"]
+    assert error["code"] == -32602
+    assert error["message"].startswith(f"{method} before initialize: send initialize")
+    assert "io.modelcontextprotocol/protocolVersion" in error["message"] and "params._meta" in error["message"]
+    assert error["data"] == {"method": method, "expected": "initialize"}
+    assert server.request(2, "ping")["result"] == {}  # ping needs no handshake
+    server.handshake()
+    assert server.alive()
+
+
+def test_modern_request_needs_no_initialize(server):
+    # 2026-07-28 is stateless: an enveloped tools/list is served as the very first message.
+    reply = server.request(1, "tools/list", {"_meta": MODERN_META})
+    assert [t["name"] for t in reply["result"]["tools"]] == TOOLS
+    assert reply["result"]["resultType"] == "complete"

@@ -10,6 +10,11 @@ Behaviour: stdout carries only protocol (the SDK moves fd 1 to stderr while serv
 to stderr and `log_file`); engine work runs in worker threads so concurrent calls are served
 concurrently and a cancelled call stops waiting; the embedded models load in the background
 after the first `tools/list`, never before the handshake.
+
+Errors: an unknown tool and malformed `tools/call` params are JSON-RPC protocol errors
+(-32602) whose message and data name the tool or the field; invalid *arguments* of a known
+tool are tool errors (`isError: true`) the model can correct. The published schemas are
+portable JSON Schema (no pydantic `discriminator`), so strict validators accept them.
 """
 
 from __future__ import annotations
@@ -26,7 +31,10 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from . import __version__
 from .core import Gateway
@@ -104,6 +112,69 @@ def _error_text(message: str) -> str:
     return f"{INVALID_REQUEST}: {message}"
 
 
+class GatewayProtocolError(MCPError):
+    """A JSON-RPC error the gateway raises itself (told apart from the SDK's own)."""
+
+
+# What a malformed request's fields should have been, for the error message.
+EXPECTED = {
+    ("tools/call", "params"): 'an object {"name": <tool>, "arguments": {...}}',
+    ("tools/call", "params.name"): "the name of a tool from tools/list, a string",
+    ("tools/call", "params.arguments"): "an object holding the tool's arguments, or no arguments field",
+}
+PROBLEMS = {"missing": "required field is missing", "string_type": "not a string", "dict_type": "not an object",
+            "model_type": "not an object", "list_type": "not an array", "int_type": "not an integer",
+            "bool_type": "not a boolean"}
+EXPECTED_BY_TYPE = {"string_type": "a string", "dict_type": "an object", "model_type": "an object",
+                    "list_type": "an array", "int_type": "an integer", "bool_type": "a boolean"}
+
+
+def _invalid_params(method: str, exc: ValidationError) -> GatewayProtocolError:
+    """-32602 whose message and data name each bad field and what it should be."""
+    errors = []
+    for e in exc.errors(include_url=False):
+        if e["loc"][-1:] == ("_meta",):
+            continue  # the 2026-07-28 surface wants _meta; a legacy request carries none
+        field = ".".join(str(part) for part in e["loc"]) or "params"
+        expected = EXPECTED.get((method, field)) or EXPECTED_BY_TYPE.get(e["type"], f"see the MCP schema of {method}")
+        errors.append({"field": field, "problem": PROBLEMS.get(e["type"], e["msg"]), "expected": expected})
+    errors = errors or [{"field": "params", "problem": "invalid", "expected": f"see the MCP schema of {method}"}]
+    text = "; ".join(f"{e['field']}: {e['problem']} (expected {e['expected']})" for e in errors)
+    return GatewayProtocolError(types.INVALID_PARAMS, f"Invalid params for {method}: {text}",
+                                {"method": method, "errors": errors})
+
+
+def _not_initialized(method: str) -> GatewayProtocolError:
+    # -32602, the code the SDK (and the 2026-07-28 envelope check) gives this request: it
+    # lacks both an initialize handshake before it and the per-request envelope in _meta.
+    return GatewayProtocolError(
+        types.INVALID_PARAMS,
+        f"{method} before initialize: send initialize (then notifications/initialized) first, or use the "
+        "2026-07-28 protocol, which needs no initialize: io.modelcontextprotocol/protocolVersion and "
+        "io.modelcontextprotocol/clientCapabilities in params._meta of every request",
+        {"method": method, "expected": "initialize"},
+    )
+
+
+async def explain_protocol_errors(ctx: Any, call_next: Callable) -> Any:
+    """Server middleware: the SDK's bare -32602 ("Invalid request parameters", empty data)
+    becomes one that says what was wrong (the field, or the missing handshake)."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        if ctx.request_id is None:
+            raise
+        raise _invalid_params(ctx.method, exc) from None
+    except GatewayProtocolError:
+        raise
+    except MCPError as exc:
+        # The SDK's pre-initialize gate: legacy connection, no initialize recorded yet.
+        if (exc.code == types.INVALID_PARAMS and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+                and ctx.session.client_params is None and ctx.method not in ("initialize", "ping")):
+            raise _not_initialized(ctx.method) from None
+        raise
+
+
 def build_server(gateway: Gateway | None = None) -> Server:
     gateway = gateway or Gateway.from_environment()
     tools = Tools(gateway)
@@ -122,9 +193,11 @@ def build_server(gateway: Gateway | None = None) -> Server:
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         entry = tools.table.get(params.name)
         if entry is None:
-            known = ", ".join(tools.table)
-            return _result({"error": {"code": INVALID_REQUEST, "message": f"unknown tool {params.name!r} (tools: {known})"}},
-                           True, _error_text(f"unknown tool {params.name!r}"))
+            # A protocol error, not a tool result (spec: tools › error handling).
+            known = list(tools.table)
+            raise GatewayProtocolError(
+                types.INVALID_PARAMS, f"Unknown tool: {params.name} (this server's tools: {', '.join(known)})",
+                {"name": params.name, "tools": known})
         arguments = params.arguments or {}
         handler, input_schema = entry[4], entry[2]
         if input_schema is NO_ARGUMENTS and arguments:
@@ -139,7 +212,7 @@ def build_server(gateway: Gateway | None = None) -> Server:
             return _result(result, True, _error_text(error["message"]))
         return _result(result, False)
 
-    return Server(
+    server = Server(
         "system1-gateway",
         version=__version__,
         title="System-1 Gateway",
@@ -147,6 +220,8 @@ def build_server(gateway: Gateway | None = None) -> Server:
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+    server.middleware.append(explain_protocol_errors)  # innermost: sees the SDK's own errors
+    return server
 
 
 def _unreadable_reply(exc: Exception) -> SessionMessage:

@@ -140,12 +140,15 @@ def _explicit(schema: Any) -> Any:
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """Request and response JSON Schemas, all from the model definitions."""
+    """Request and response JSON Schemas, all from the model definitions, portable (no
+    vendor keywords such as pydantic's `discriminator`; see schemas.py)."""
+    from .schemas import portable
+
     return {
-        "judge_request": _explicit(JudgeRequest.model_json_schema()),
-        "judge_result": _explicit(JudgeResult.model_json_schema()),
-        "decide_request": _explicit(DecideRequest.model_json_schema()),
-        "decide_response": _explicit(DecideResponse.model_json_schema()),
+        "judge_request": portable(_explicit(JudgeRequest.model_json_schema())),
+        "judge_result": portable(_explicit(JudgeResult.model_json_schema())),
+        "decide_request": portable(_explicit(DecideRequest.model_json_schema())),
+        "decide_response": portable(_explicit(DecideResponse.model_json_schema())),
     }
 
 
@@ -202,8 +205,10 @@ class StatusResult(BaseModel):
 
 
 def tool_output_schemas() -> dict[str, dict[str, Any]]:
+    from .schemas import portable
+
     return {
-        "health": _explicit(HealthResult.model_json_schema()),
-        "capabilities": _explicit(CapabilitiesResult.model_json_schema()),
-        "status": _explicit(StatusResult.model_json_schema()),
+        "health": portable(_explicit(HealthResult.model_json_schema())),
+        "capabilities": portable(_explicit(CapabilitiesResult.model_json_schema())),
+        "status": portable(_explicit(StatusResult.model_json_schema())),
     }
