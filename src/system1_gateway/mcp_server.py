@@ -271,4 +271,6 @@ def main() -> int:
         anyio.run(serve_stdio, build_server(gateway))
     except KeyboardInterrupt:
         pass
+    finally:
+        gateway.close()  # stdin EOF: free HTTP clients, threads and the state file
     return 0
