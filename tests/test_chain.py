@@ -147,3 +147,30 @@ def test_close_frees_clients_and_threads():
         assert client.is_closed and gw._chain._pool is None
     finally:
         engine.close()
+
+
+class Echoing(BaseProvider):
+    """Fails with its own key in the text by a path no HTTP classifier sees."""
+
+    kind = "echoing"
+
+    def __init__(self):
+        self.name = "first"
+
+    def secrets(self):
+        return ("Najbe8rt5BfLGEU",)
+
+    def judge(self, request, timeout_s):
+        from system1_gateway.errors import ProviderFailure
+
+        raise ProviderFailure("first: model requires more memory Najbe8rt5BfLGEU", kind="server")
+
+    def health(self, timeout_s):
+        return Health(True, "ok")
+
+
+def test_the_rungs_own_key_is_removed_from_any_failure_text():
+    gw = two_rungs(first=Echoing())
+    result = gw.judge(judge_payload())
+    assert result["provider"] == "mock" and "[redacted]" in result["attempts"][0]["detail"]
+    assert "Najbe8rt5BfLGEU" not in str(result) + str(gw.status())

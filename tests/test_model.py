@@ -144,3 +144,10 @@ def test_json_nested_too_deeply_is_invalid_and_names_the_field():
     with pytest.raises(ValidationError, match="context: nested deeper"):
         parse_decide({"question": "q", "context": {"a": deep}})
     parse_judge({"state": [[["fine"]]], "questions": {"q": {"type": "noul", "instructions": {"a": [1]}}}})
+
+
+def test_a_lone_surrogate_anywhere_is_invalid_and_named():
+    for payload, field in (({"state": "s\ud800", "questions": {"q": {"type": "noul", "instructions": "x"}}}, "state"),
+                           ({"state": "s", "questions": {"q": {"type": "choice", "criteria": ["\udfff", "b"]}}}, "questions")):
+        with pytest.raises(ValidationError, match=f"{field}: text contains a lone surrogate"):
+            parse_judge(payload)

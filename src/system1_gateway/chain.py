@@ -221,11 +221,19 @@ class Chain:
             except FutureTimeout:
                 future.cancel()
                 raise ProviderTimeout(f"{name}: no answer within {timeout_s:.2f} s") from None
-        except (ProviderFailure, ConfigError) as exc:
+        except ProviderFailure as exc:
+            return None, exc.redact(self._secrets(name))
+        except ConfigError as exc:
             return None, exc
         except Exception as exc:  # noqa: BLE001 - a provider bug must not take the gateway down
             log.exception("rung %s raised an unexpected error", name)
             return None, ProviderFailure(f"{name}: internal error ({type(exc).__name__})")
+
+    def _secrets(self, name: str) -> tuple[str, ...]:
+        try:
+            return tuple(s for s in self.rungs.get(name).secrets() if s)
+        except Exception:  # noqa: BLE001 - scrubbing must never be what fails
+            return ()
 
     def _cool(self, name: str, exc: ProviderFailure) -> None:
         if exc.outcome == "skipped":

@@ -131,7 +131,7 @@ def _cmd_decide(args: argparse.Namespace) -> int:
     if args.context is not None:
         try:
             payload["context"] = json.loads(args.context)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:
             _emit(_invalid(f"--context: invalid JSON: {exc}"), args.pretty)
             return EXIT_INVALID
     if args.min_confidence is not None:
@@ -184,7 +184,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         if problem is None:
             try:
                 payload = json.loads(text)
-            except (json.JSONDecodeError, RecursionError) as exc:
+            except (ValueError, RecursionError) as exc:
                 problem = _invalid(f"{where}: invalid JSON: {exc}")
         if problem is not None:
             _emit(problem, args.pretty)
@@ -208,7 +208,7 @@ def _judge_lines(gateway: Any, stream: BinaryIO, where: str, args: argparse.Name
         if line is not None:
             try:
                 payload = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
+            except (ValueError, RecursionError) as exc:
                 result = _invalid(f"{where} line {number}: invalid JSON: {exc}")
             else:
                 if not warmed:

@@ -90,6 +90,16 @@ class ProviderFailure(GatewayError):
         self.advance = advance
 
 
+    def redact(self, secrets: tuple[str, ...]) -> "ProviderFailure":
+        """Remove the rung's own secrets from the message (chain.py does it for every failure,
+        whatever path the engine's text took into it)."""
+        cleaned = scrub(self.message, secrets)
+        if cleaned != self.message:
+            self.message = cleaned
+            self.args = (cleaned,)
+        return self
+
+
 class MissingCredentials(ProviderFailure):
     """The rung's key variable is unset or empty locally: skipped, never cooled (nothing
     was sent; the rung works again the moment the variable is set)."""

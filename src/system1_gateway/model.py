@@ -39,30 +39,39 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    """True when `value` nests lists/objects deeper than `limit` (iterative: no recursion)."""
+def _problem(value: Any, limit: int) -> str | None:
+    """What makes `value` unusable as request JSON — nesting deeper than `limit`, or a lone
+    surrogate in a string (JSON "\\ud800" decodes to one; no engine can encode it) — or
+    None. Iterative: no recursion on hostile depth."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return f"text contains a lone surrogate (U+{ord(item[exc.start]):04X})"
+            continue
         if isinstance(item, dict):
-            children = item.values()
+            children = [*item.keys(), *item.values()]
         elif isinstance(item, (list, tuple)):
             children = item
         else:
             continue
         if depth > limit:
-            return True
+            return f"nested deeper than {limit} levels"
         stack.extend((child, depth + 1) for child in children)
-    return False
+    return None
 
 
-def _shallow(payload: Any) -> Any:
-    """Refuse JSON nested deeper than MAX_DEPTH, naming the top-level field, before anything
-    (validation included) walks it recursively."""
+def _sane(payload: Any) -> Any:
+    """Refuse over-deep JSON and lone surrogates, naming the top-level field, before anything
+    (validation included) walks the request recursively or an engine tries to encode it."""
     if isinstance(payload, dict):
         for key, value in payload.items():
-            if _depth_exceeds(value, MAX_DEPTH):
-                raise ValueError(f"{key}: nested deeper than {MAX_DEPTH} levels")
+            problem = _problem(key, MAX_DEPTH) or _problem(value, MAX_DEPTH)
+            if problem:
+                raise ValueError(f"{key if isinstance(key, str) and _problem(key, 1) is None else 'field name'}: {problem}")
     return payload
 
 
@@ -154,7 +163,7 @@ class JudgeRequest(_Strict):
     deadline_s: float | None = Field(default=None, gt=0, le=600, description="overrides the configured deadline_s")
 
     _unit = field_validator("min_confidence")(_finite_unit)
-    _depth = model_validator(mode="before")(_shallow)
+    _raw = model_validator(mode="before")(_sane)
 
 
 class DecideRequest(_Strict):
@@ -170,7 +179,7 @@ class DecideRequest(_Strict):
     min_confidence: float | None = Field(default=None, ge=0, le=1)
 
     _unit = field_validator("min_confidence")(_finite_unit)
-    _depth = model_validator(mode="before")(_shallow)
+    _raw = model_validator(mode="before")(_sane)
 
     @field_validator("options")
     @classmethod

@@ -67,6 +67,7 @@ class BaseProvider:
       * `requires`: {module: extra} the provider imports at run time; a missing one is a
         config_error at build time naming the extra (providers.build);
       * `credentials()` → (needed, present, variable name), checked locally, never the value;
+        `secrets()` → the values themselves, only so failure text can be scrubbed of them;
       * `warm()` loads models before a request's clock starts; `close()` frees clients.
     """
 
@@ -85,6 +86,11 @@ class BaseProvider:
 
     def credentials(self) -> tuple[bool, bool, str | None]:
         return False, True, None
+
+    def secrets(self) -> tuple[str, ...]:
+        """The credential values this rung sends, so the core can remove them from any
+        failure text before it is stored or shown (never logged or returned)."""
+        return ()
 
     def warm(self) -> None:
         return None

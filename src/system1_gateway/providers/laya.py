@@ -84,7 +84,7 @@ class LayaProvider(SystemOneProvider):
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json"}
-        key = os.environ.get(KEY_ENV)
+        key = self._key()
         if key:
             headers["authorization"] = f"Bearer {key}"
         return headers

@@ -48,6 +48,10 @@ class OpenAIProvider(BaseProvider):
     def credentials(self) -> tuple[bool, bool, str | None]:
         return True, bool(os.environ.get(KEY_ENV)), KEY_ENV
 
+    def secrets(self) -> tuple[str, ...]:
+        key = os.environ.get(KEY_ENV)
+        return (key,) if key else ()
+
     def _client(self, timeout_s: float) -> Any:
         from openai import OpenAI  # heavy: imported only when this rung runs
 
@@ -138,7 +142,7 @@ class OpenAIProvider(BaseProvider):
         message = str(err.get("message") or exc.message)
         headers = exc.response.headers if exc.response is not None else {}
         return classify(self.name, exc.status_code, message, headers, code=str(err.get("code") or ""),
-                        secrets=(os.environ.get(KEY_ENV),))
+                        secrets=self.secrets())
 
     def health(self, timeout_s: float) -> Health:
         if not os.environ.get(KEY_ENV):

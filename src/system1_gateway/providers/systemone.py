@@ -103,6 +103,10 @@ class SystemOneProvider(BaseProvider):
         env = self.settings.api_key_env
         return bool(env), bool(env and os.environ.get(env)), env
 
+    def secrets(self) -> tuple[str, ...]:
+        key = self._key()
+        return (key,) if key else ()
+
     def _key(self) -> str | None:
         env = self.settings.api_key_env
         return os.environ.get(env) or None if env else None
@@ -169,7 +173,7 @@ class SystemOneProvider(BaseProvider):
 
     def _failure(self, resp: httpx.Response, body: Any) -> ProviderFailure:
         message = error_message(body) or resp.reason_phrase or ""
-        return classify(self.name, resp.status_code, message, resp.headers, secrets=(self._key(),))
+        return classify(self.name, resp.status_code, message, resp.headers, secrets=self.secrets())
 
     def _reply(self, request: JudgeRequest, body: dict[str, Any]) -> Reply:
         model = body.get("model") if isinstance(body.get("model"), str) else self.settings.model
