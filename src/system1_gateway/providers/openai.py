@@ -87,13 +87,12 @@ class OpenAIProvider(BaseProvider):
             out["engine_confidence"] = raw["confidence"]
         if kind == "predicate":
             out["p_true"] = raw.get("probability")
-        elif kind == "choice":
-            out["choice"] = raw.get("choice")
-            out["probabilities"] = {str(p.get("value")): p.get("probability")
-                                    for p in raw.get("probabilities") or [] if isinstance(p, dict)}
-        elif kind == "score":
-            out["probabilities"] = {str(p.get("value")): p.get("probability")
-                                    for p in raw.get("probabilities") or [] if isinstance(p, dict)}
+        elif kind in ("choice", "score"):
+            if kind == "choice":
+                out["choice"] = raw.get("choice")
+            pairs = raw.get("probabilities")  # [{"value", "probability"}]; anything else is malformed
+            out["probabilities"] = ({str(p.get("value")): p.get("probability") for p in pairs if isinstance(p, dict)}
+                                    if isinstance(pairs, list) else None)
         return out
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
@@ -121,13 +120,17 @@ class OpenAIProvider(BaseProvider):
                 raise ProviderTimeout(f"{self.name}: no answer within {remaining:.2f} s") from None
             except openai.APIConnectionError as exc:
                 raise ProviderFailure(f"{self.name}: transport failure ({type(exc).__name__})", kind="transport") from None
-            got = list(resp.answers or [])
+            except (ValueError, RecursionError) as exc:  # the SDK could not decode the body
+                raise _malformed(f"{self.name}: unreadable response body ({type(exc).__name__})") from None
+            got = getattr(resp, "answers", None) if not isinstance(resp, (str, bytes, int, float, list)) else None
+            if not isinstance(got, list):
+                raise _malformed(f"{self.name}: response is not a decision object")
             if len(got) != len(batch):
-                raise ProviderFailure(f"{self.name}: {len(got)} answers for {len(batch)} questions",
-                                      kind="malformed", code="malformed_response", outcome="malformed")
+                raise _malformed(f"{self.name}: {len(got)} answers for {len(batch)} questions")
             for (qid, q), raw in zip(batch, got):  # by position: `name` may be null
                 answers[qid] = self._answer(q, raw)
-            model = getattr(resp, "model", None) or model
+            reported = getattr(resp, "model", None)
+            model = reported if isinstance(reported, str) and reported else model
             u = getattr(resp, "usage", None)
             for key in ("input_tokens", "output_tokens"):
                 value = getattr(u, key, None) if u is not None else None
@@ -148,3 +151,7 @@ class OpenAIProvider(BaseProvider):
         if not os.environ.get(KEY_ENV):
             return Health(False, f"{KEY_ENV} is not set ({self.credentials_note})", self.settings.model)
         return Health(True, "credentials present (not probed: every call may be billed)", self.settings.model)
+
+
+def _malformed(message: str) -> ProviderFailure:
+    return ProviderFailure(message, kind="malformed", code="malformed_response", outcome="malformed")
