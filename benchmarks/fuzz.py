@@ -35,6 +35,11 @@ for _var in [v for v in os.environ if v.startswith("SYSTEM1_") and v != "SYSTEM1
     del os.environ[_var]
 
 import json  # noqa: E402
+import warnings  # noqa: E402
+
+# The openai SDK's models warn (pydantic serializer) on every odd value the fake sends: noise here.
+warnings.filterwarnings("ignore", category=UserWarning, module="pydantic")
+warnings.filterwarnings("ignore", message="Generating overly large repr")
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -221,7 +226,13 @@ def run_target(name: str, n: int, seed_value: int) -> Tally:
         tally.add(case, kwargs)
 
     t0 = time.perf_counter()
-    prop()
+    try:
+        prop()
+    except Exception as exc:  # noqa: BLE001 - a strategy that failed to generate: counted, the run goes on
+        tally.crashes += 1
+        sig = f"harness: generation failed: {type(exc).__name__}: {str(exc)[:200]}"
+        tally.signatures[sig] += 1
+        tally.examples[sig] = sig
     tally.seconds = time.perf_counter() - t0
     return tally
 
@@ -257,7 +268,10 @@ def main() -> int:
             futures = [pool.submit(run_target, *unit) for unit in units]
             for future in as_completed(futures):
                 part = future.result()
+                new = [sig for sig in part.signatures if sig not in merged[part.name].signatures]
                 merged[part.name].merge(part)
+                for sig in new:
+                    print(f"    new: {part.examples[sig][:900]}", flush=True)
                 print(f"  {part.name:<18} +{part.cases:>6} cases in {part.seconds:7.1f} s: crashes {part.crashes}, "
                       f"internal {part.internal}, schema {part.schema}, other {part.other}, leaks {part.leaks}, "
                       f"late {part.late}", flush=True)

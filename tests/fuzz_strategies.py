@@ -280,7 +280,8 @@ def mutated(draw: Any, base: st.SearchStrategy[Any], max_mutations: int = 3) -> 
             n = draw(st.sampled_from([1, 11, 51, 257, 1001]))
             value = _set(value, path, lambda v: (
                 {f"{k}{i}": x for i in range(n) for k, x in list(v.items())[:1]} if isinstance(v, dict) and v
-                else [f"{x}{i}" for i in range(n) for x in v[:1]] if isinstance(v, list) and v else v))
+                else [f"{x}{i}" if isinstance(x, str) else x for i in range(n) for x in v[:1]]
+                if isinstance(v, list) and v else v))
     return value
 
 
@@ -326,6 +327,7 @@ ERROR_TEMPLATES = [
     {"detail": [{"loc": ["header", "authorization"], "msg": "bad key " + ECHO, "type": "value_error"}]},
     {"detail": [{"loc": "not a list", "msg": None}, "junk", {"msg": ECHO}]}, {"detail": {"message": ECHO}},
     {"message": "unauthorised " + ECHO}, {"error": {"code": 503, "message": "Loading model", "type": "unavailable"}},
+    {"error": {"message": "boom \ud800 " + ECHO}}, {"detail": "caf\udce9"},
     {"error": None}, {"error": []}, {"detail": 7},
 ]
 GARBAGE = [b"", b"null", b"[]", b"{}", b'"answers"', b"1e400", b"NaN", b"-Infinity", b"true", b"<html>502</html>",
@@ -383,7 +385,7 @@ def systemone_answers(draw: Any, request: JudgeRequest, dialect: str) -> dict[st
             answers[qid] = ans
         if draw(st.integers(0, 9)) == 0:
             answers[qid]["abstained"] = True
-    body: dict[str, Any] = {"model": draw(st.sampled_from(["m", "jev-1.13.0", "laya-rl-agent", "von-1.3.0"])),
+    body: dict[str, Any] = {"model": draw(st.sampled_from(["m", "jev-1.13.0", "laya-rl-agent", "von-1.3.0", "m\ud800"])),
                             "answers": answers}
     if draw(st.booleans()):
         body["usage"] = {"input_tokens": draw(st.integers(0, 10**6) | huge_ints | st.none()),
@@ -462,8 +464,8 @@ class WireReply:
 def _dumps(value: Any) -> bytes:
     """As an engine would send it: raw UTF-8, NaN/Infinity literals allowed (a value too deep
     for json.dumps becomes a body that is just as deep)."""
-    try:
-        return json.dumps(value, allow_nan=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    try:  # a lone surrogate goes out as a JSON escape (\ud800): valid JSON that many servers emit
+        return json.dumps(value, allow_nan=True, ensure_ascii=False).encode("utf-8", "backslashreplace")
     except RecursionError:
         return b'{"model": "m", "answers": ' + b"[" * 3000 + b"]" * 3000 + b"}"
 
