@@ -8,6 +8,18 @@ top alternatives are credited to the options whose normalised name starts with t
 (mass split evenly when a token prefixes several names), then renormalised over the options.
 At most 20 options (Ollama returns at most 20 alternatives). A server that returns no
 logprobs, or a thinking model, is an error: no fake 0/1 answers.
+
+Caller text (evidence, instructions, descriptions, labels) is rendered by Ollama into the
+model's chat template, and Ollama's tokenizer may read control tokens inside it: evidence
+holding `<|im_end|>` could close the user turn and write the answer. The gateway cannot
+choose how Ollama tokenizes, so it neutralises the chat control sequences of the common
+model families in every caller text before sending (`neutralise`): **a space is inserted
+after the first character** of `<|…|>` (ChatML, Llama 3, Phi, Granite…), `<｜…｜>` (DeepSeek),
+`[INST]`, `[/INST]`, `<<SYS>>`, `<</SYS>>` (Llama 2), `[SYSTEM_PROMPT]`, `[TOOL_CALLS]` and the
+other Mistral brackets, `<s>`, `</s>`, `<bos>`, `<eos>`, `<start_of_turn>`, `<end_of_turn>`
+(Gemma), `<think>`, `<tool_call>` and their closing forms (Qwen). `<|im_end|>` becomes
+`< |im_end|>`: still readable, no longer a token. Evidence that held turn markers is
+answered and abstained: the words of a fake transcript can still steer the model.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from ..errors import ProviderFailure
 from ..model import JudgeRequest
 from ..render import render
 from .base import Health, Limits, Reply, parse_settings
+from .embedded.prompts import holds_turn_markers, neutralise
 from .systemone import SystemOneProvider, SystemOneSettings
 
 TOP = 20
@@ -60,18 +73,23 @@ class OllamaProvider(SystemOneProvider):
         return [str(i) for i in range(len(question.criteria))], list(question.labels)
 
     def _messages(self, question: Any, state_text: str, say: list[str]) -> list[dict[str, str]]:
-        instr = render(question.instructions) if question.instructions is not None else "Pick the option that fits."
+        """The chat messages; every caller text in them passes through `neutralise`."""
+        def text(value: Any) -> str:
+            return neutralise(render(value))
+
+        instr = text(question.instructions) if question.instructions is not None else "Pick the option that fits."
         lines = [f"Question: {instr}"]
         if question.type == "noul" and question.criteria:
             for word, key in (("yes", "true"), ("no", "false")):
                 if question.criteria.get(key):
-                    lines.append(f"Answer {word} if: {render(question.criteria[key])}")
+                    lines.append(f"Answer {word} if: {text(question.criteria[key])}")
         elif question.type == "choice":
-            lines += [f"- {label}: {render(d)}" if d else f"- {label}" for label, d in question.label_descriptions()]
+            lines += [f"- {neutralise(label)}: {text(d)}" if d else f"- {neutralise(label)}"
+                      for label, d in question.label_descriptions()]
         elif question.type == "score":
-            lines += [f"{i}: {render(d)}" for i, d in enumerate(question.criteria)]
-        listing = ", ".join(say)
-        lines += ["", "Input:", state_text, "", f"Question: {instr}", f"Answer with exactly one of: {listing}."]
+            lines += [f"{i}: {text(d)}" for i, d in enumerate(question.criteria)]
+        listing = ", ".join(neutralise(name) for name in say)
+        lines += ["", "Input:", neutralise(state_text), "", f"Question: {instr}", f"Answer with exactly one of: {listing}."]
         return [{"role": "system", "content": f"Answer with exactly one of: {listing}. No other words."},
                 {"role": "user", "content": "\n".join(lines)}]
 
@@ -92,16 +110,26 @@ class OllamaProvider(SystemOneProvider):
         if not positions:
             raise ProviderFailure(f"{self.name}: the server returned no logprobs (Ollama ≥ 0.12.11 needed); "
                                   f"refusing to turn generated text into a fake 0/1 answer", kind="model")
+        if not isinstance(positions, list):
+            raise ProviderFailure(f"{self.name}: 'logprobs' is not a list of positions", kind="malformed",
+                                  code="malformed_response", outcome="malformed")
         mass = dict.fromkeys(labels, 0.0)
         names = [_norm(s) for s in say]
         first = positions[0] if isinstance(positions[0], dict) else {}
-        for alt in first.get("top_logprobs") or []:
+        alternatives = first.get("top_logprobs")
+        for alt in alternatives if isinstance(alternatives, list) else []:
+            if not isinstance(alt, dict):
+                continue
             token = _norm(str(alt.get("token", "")))
-            if not token or not isinstance(alt.get("logprob"), (int, float)):
+            logprob = alt.get("logprob")
+            # A log-probability is ≤ 0; anything else (or NaN) is not one, and exp() of it
+            # could overflow.
+            if not token or isinstance(logprob, bool) or not isinstance(logprob, (int, float)) \
+                    or not -1e6 <= logprob <= 0:
                 continue
             hits = [labels[i] for i, name in enumerate(names) if name.startswith(token) or token.startswith(name)]
             for label in hits:
-                mass[label] += math.exp(alt["logprob"]) / len(hits)
+                mass[label] += math.exp(logprob) / len(hits)
         total = sum(mass.values())
         if total <= 0:
             raise ProviderFailure(f"{self.name}: none of the options is among the model's top {TOP} first tokens",
@@ -127,6 +155,9 @@ class OllamaProvider(SystemOneProvider):
                                 "probabilities": probs, "rationale": rationale}
             else:
                 answers[qid] = {"type": "score", "probabilities": probs, "rationale": rationale}
+            if holds_turn_markers(state_text):  # neutralised, but its words may still steer the model
+                answers[qid].update(abstained=True, rationale=rationale + "; the evidence spells chat turn markers "
+                                    "(neutralised before sending): abstained")
         return Reply(answers=answers, model=self.settings.model, usage=totals)
 
     def health(self, timeout_s: float) -> Health:
@@ -138,7 +169,7 @@ class OllamaProvider(SystemOneProvider):
             return Health(False, f"/api/version answered {resp.status_code}", self.settings.model)
         try:
             body = resp.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             return Health(False, "/api/version answered 200 with a body that is not JSON", self.settings.model)
         version = body.get("version", "?") if isinstance(body, dict) else "?"
         return Health(True, f"ollama {version}", self.settings.model)

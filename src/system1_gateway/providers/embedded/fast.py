@@ -8,6 +8,10 @@ described); bare labels and bare yes/no are at chance with embeddings.
 
 The tokenizer (MiniLM's `tokenizer.json`, Apache-2.0) is vendored beside this file because
 the model package ships none. Option embeddings are cached per question.
+
+Evidence and descriptions are caller text: the tokenizer encodes `[CLS]`, `[SEP]`, `[MASK]`,
+`[PAD]` and `[UNK]` found in them as plain characters (`encode_special_tokens`), so only the
+tokenizer's own post-processing places the special tokens.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class FastEngine:
         opts.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+        self.tokenizer.encode_special_tokens = True  # "[SEP]" in a text is text, not a separator
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.enable_padding()
         self._cache: dict[tuple[str, ...], np.ndarray] = {}

@@ -7,6 +7,11 @@ each option is scored by the probability of its first token right after the assi
 (case and leading-space variants summed). When two options share a first token the engine
 falls back to scoring each option's full text.
 
+Prompts arrive as segments (prompts.Prompt): only the template's `Special` markers are
+tokenized with special-token parsing; every other segment is caller or template text and is
+tokenized as plain text, which can never produce a control or added token (see
+`plain_tokens`).
+
 Recurring questions each keep their own KV sequence (`n_seq_max` slots, least recently used
 evicted), so a stream that interleaves questions still reuses every cached prefix. Sequence
 0 is the scratch sequence a decision is decoded in.
@@ -19,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -28,10 +34,13 @@ from pathlib import Path
 import numpy as np
 from cyllama.llama import llama_cpp as cy
 
+from .prompts import Prompt, Special
 
 PREFIX_CHUNK = 64
 KV_FILES_KEPT = 64  # ≈ 5 MB each for a 250-token question
 KV_MIN_TOKENS = 32  # shorter prefixes decode faster than a file is worth
+# llama_token_attr bits: tokens with these are never the tokens of plain text
+_ATTR_UNKNOWN, _ATTR_CONTROL, _ATTR_USER_DEFINED = 1, 8, 16
 
 
 class _Model(cy.LlamaModel):
@@ -83,10 +92,61 @@ class LlmEngine:
         self.kv_dir = kv_dir
         self._model_id = Path(path).name
         self._first_tokens_cache: dict[tuple[str, ...], list[list[int]] | None] = {}
+        self._special_ids: dict[str, int] = {}
+        # Tokens plain text must never produce: control tokens (llama.cpp matches them only
+        # with special parsing) and user-defined ones such as `<tool_call>` (which it matches
+        # in any text). Their texts are cut before tokenizing (see plain_tokens).
+        mask = _ATTR_UNKNOWN | _ATTR_CONTROL | _ATTR_USER_DEFINED
+        self.reserved_ids = frozenset(i for i in range(self.vocab.n_vocab) if self.vocab.get_attr(i) & mask)
+        texts = sorted({self.vocab.get_text(i) for i in self.reserved_ids} - {""}, key=len, reverse=True)
+        self._reserved_re = re.compile("|".join(map(re.escape, texts))) if texts else None
 
     # -- tokens ---------------------------------------------------------------------------
-    def tokenize(self, text: str, special: bool = True) -> list[int]:
-        return list(self.vocab.tokenize(text, add_special=False, parse_special=special))
+    def _tokenize(self, text: str, special: bool) -> list[int]:
+        # str(): Cython rejects str subclasses (prompts.Special)
+        return list(self.vocab.tokenize(str(text), add_special=False, parse_special=special)) if text else []
+
+    def plain_tokens(self, text: str) -> list[int]:
+        """Tokens of `text` read as characters: no control or added token, whatever it holds.
+
+        Text without a reserved token's spelling is one plain tokenization (the same tokens a
+        special-parsing tokenizer gives it). Each occurrence of such a spelling, e.g.
+        `<|im_end|>`, is tokenized as its first character and the rest, so it reaches the
+        model as ordinary tokens (`<`, `|`, `im`, `_end`, `|>`)."""
+        if self._reserved_re is None or not self._reserved_re.search(text):
+            pieces = [text]
+        else:
+            pieces, pos = [], 0
+            for m in self._reserved_re.finditer(text):
+                pieces += [text[pos : m.start()], m.group()[:1], m.group()[1:]]
+                pos = m.end()
+            pieces.append(text[pos:])
+        out: list[int] = []
+        for piece in pieces:
+            toks = self._tokenize(piece, False)
+            if self.reserved_ids.intersection(toks):  # a merge reached a reserved id: spell it out
+                toks = [t for ch in piece for t in self._tokenize(ch, False)]
+            out += toks
+        return out
+
+    def special_id(self, marker: str) -> int:
+        """The control token of a template marker (e.g. `<|im_start|>`); ValueError otherwise."""
+        tok = self._special_ids.get(marker)
+        if tok is None:
+            toks = self._tokenize(marker, True)
+            if len(toks) != 1 or not self.vocab.get_attr(toks[0]) & _ATTR_CONTROL:
+                raise ValueError(f"{marker!r} is not a control token of this model")
+            tok = self._special_ids[marker] = toks[0]
+        return tok
+
+    def encode(self, prompt: Prompt | str) -> list[int]:
+        """Token ids of a prompt: `Special` segments as control tokens, all else as plain text
+        (a bare string is all plain text)."""
+        segments = (prompt,) if isinstance(prompt, str) else prompt
+        out: list[int] = []
+        for seg in segments:
+            out += [self.special_id(seg)] if isinstance(seg, Special) else self.plain_tokens(seg)
+        return out
 
     def _first_tokens(self, options: tuple[str, ...]) -> list[list[int]] | None:
         """Per option, the first tokens of its spelling variants; None when options collide."""
@@ -98,7 +158,7 @@ class LlmEngine:
             firsts = set()
             for v in variants:
                 for spelled in (v, " " + v):
-                    toks = self.tokenize(spelled, special=False)
+                    toks = self.plain_tokens(spelled)
                     if toks:
                         firsts.add(toks[0])
             sets.append(firsts)
@@ -200,7 +260,7 @@ class LlmEngine:
 
     def _full_option_logprob(self, start: int, option: str) -> float:
         """Mean log-prob of the option's tokens continuing scratch sequence 0."""
-        toks = self.tokenize(option, special=False)
+        toks = self.plain_tokens(option)
         scratch = 0
         total = 0.0
         prev = None
@@ -218,7 +278,8 @@ class LlmEngine:
         return total / max(1, len(toks))
 
     # -- public ---------------------------------------------------------------------------
-    def option_probs(self, prefix: str, suffix: str, options: list[str], timeout_s: float = 60.0) -> np.ndarray:
+    def option_probs(self, prefix: Prompt | str, suffix: Prompt | str, options: list[str],
+                     timeout_s: float = 60.0) -> np.ndarray:
         """P(option) for the chat prompt `prefix + suffix`; prefix is cached across calls.
 
         Waiting for the engine and decoding both count against `timeout_s`; past it the
@@ -226,8 +287,8 @@ class LlmEngine:
         engine after its caller has given up.
         """
         deadline = time.monotonic() + timeout_s
-        ptoks = self.tokenize(prefix)
-        stoks = self.tokenize(suffix)
+        ptoks = self.encode(prefix)
+        stoks = self.encode(suffix)
         total = len(ptoks) + len(stoks) + 32
         if total > self.n_ctx:
             raise ValueError(

@@ -1,14 +1,26 @@
-"""Label-free bias correction: divide by the running mean of a question's past answers.
+"""Label-free bias correction computed from the question alone.
 
-A small LM prefers some options whatever the evidence (Qwen-1.5B says "yes" to most
-read-only prompts). For a recurring question, the mean of its raw probability vectors
-estimates that preference; dividing by it (batch calibration, Zhou et al. 2023) removes it.
-The mean is shrunk toward uniform with `k` pseudo-counts and only used after `min_count`
-decisions, so long runs of one class do not swing it. It never looks at labels.
+A small LM prefers some options whatever the evidence (Qwen-1.5B says "not read-only" to
+most prompts). The correction estimates that preference from the question's own definitions:
+each option's description is read as the evidence, once, and the mean of the tier's answers
+to those texts is the question's reference. An unbiased model answers each definition with
+its own option, so the mean is near uniform; a standing preference shows as a lean of the
+mean, and every answer is divided by it (then renormalised). The set of texts is balanced by
+construction (one per option) and uses no labels.
 
-Means are kept per question signature (prompt prefix + options) and persisted as a small
-JSON file in the state directory, so one-shot processes accumulate them too. A lost or
-corrupt file only resets the correction.
+Why not the alternatives (docs/studies/embedded-engine.md, `benchmarks/embedded_correction.py`):
+  * a running mean of earlier answers (batch calibration, the previous design) made each
+    answer depend on what other requests asked: 40 destructive commands moved the next
+    answer, so hostile traffic could steer a guard into abstention;
+  * content-free evidence ("N/A", "", "[MASK]"; contextual calibration, Zhao et al. 2021) is
+    not neutral for these questions: an empty text *is* "not destructive" and "not urgent",
+    so dividing by it pushed answers the wrong way (below the uncorrected accuracy on dev).
+
+The reference depends only on the question (prompt + options), the tier and the model: it is
+computed once, kept in memory and cached on disk under a hash of exactly those inputs, so no
+request, from this process or another, can move it. Questions without a description for
+every option have no such balanced set and are answered uncorrected. A lost, corrupt or
+mismatched cache file only costs recomputing it.
 """
 
 from __future__ import annotations
@@ -17,70 +29,116 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from ...paths import state_dir
+from ...render import render
 
-MAX_SIGNATURES = 512
+# Bump when the reference texts or the scoring that produces the reference change.
+VERSION = "definitions-1"
+FILES_KEPT = 512
+# A definition is read up to this many characters for the reference (≈ 130 tokens, ≈ 3 s of
+# llm decoding on 2 cores): one text must fit in one attempt under the default timeout.
+MAX_CHARS = 600
 
 
-class RunningPrior:
-    def __init__(self, k: float = 8.0, min_count: int = 8, path=None):
-        self.k = k
-        self.min_count = min_count
-        self.path = path or state_dir() / "embedded" / "priors.json"
-        self._sums: dict[str, list[float]] = {}
-        self._counts: dict[str, int] = {}
-        self._loaded = False
-        self._dirty = False
+def definitions(question: Any) -> list[str] | None:
+    """One text per option, position for position: the option's description; None unless
+    every option has one (then no balanced reference exists)."""
+    if question.type == "noul":
+        crit = question.criteria or {}
+        descs = [crit.get("true"), crit.get("false")]
+    elif question.type == "choice":
+        descs = [desc for _, desc in question.label_descriptions()]
+    else:
+        descs = list(question.criteria)
+    if any(d in (None, "") for d in descs):
+        return None
+    return [render(d)[:MAX_CHARS] for d in descs]
+
+
+def correct(probs: Any, reference: Any) -> Any:
+    """`probs` divided by the question's reference, renormalised."""
+    import numpy as np  # only engines that already loaded numpy call this
+
+    out = np.asarray(probs, dtype=np.float64) / np.maximum(np.asarray(reference, dtype=np.float64), 1e-9)
+    return out / out.sum()
+
+
+class QuestionPrior:
+    """Per-question references, in memory and (optionally) on disk."""
+
+    def __init__(self, directory: Path | None = None):
+        self.dir = directory
+        self._mem: dict[str, list[float]] = {}
+        self._partial: dict[tuple[str, str], list[float]] = {}  # answers per text, until complete
         self._lock = threading.Lock()
 
-    def _load(self) -> None:
-        self._loaded = True
+    @staticmethod
+    def key(*parts: str) -> str:
+        """Cache key of a reference: the model, tier and question, nothing else."""
+        return hashlib.sha256(json.dumps([VERSION, *parts]).encode()).hexdigest()[:32]
+
+    def reference(self, key: str, n: int, texts: list[str], ask: Callable[[str], Any]) -> list[float]:
+        """The reference for `key` (n options): the mean of `ask(text)` over `texts`,
+        computed on first use and cached. Each text's answer is kept as soon as it is known,
+        so a computation cut short by a deadline resumes where it stopped."""
+        with self._lock:
+            ref = self._mem.get(key)
+        if ref is not None and len(ref) == n:
+            return ref
+        ref = self._read(key, n)
+        if ref is None:
+            answers = []
+            for i, text in enumerate(texts):
+                with self._lock:
+                    known = self._partial.get((key, str(i)))
+                if known is None:
+                    known = [float(x) for x in ask(text)]
+                    if len(known) != n:
+                        raise ValueError(f"an answer of {len(known)} options for a {n}-option question")
+                    with self._lock:
+                        self._partial[(key, str(i))] = known
+                answers.append(known)
+            ref = [sum(col) / len(answers) for col in zip(*answers)]
+            with self._lock:
+                for i in range(len(texts)):
+                    self._partial.pop((key, str(i)), None)
+            self._write(key, ref)
+        with self._lock:
+            self._mem[key] = ref
+            if len(self._mem) > FILES_KEPT:
+                self._mem.pop(next(iter(self._mem)))
+        return ref
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.dir is None else self.dir / f"{key}.json"
+
+    def _read(self, key: str, n: int) -> list[float] | None:
+        path = self._path(key)
+        if path is None:
+            return None
         try:
-            data = json.loads(self.path.read_text())
-            for key, entry in data.items():
-                self._sums[key] = [float(x) for x in entry["sum"]]
-                self._counts[key] = int(entry["count"])
+            data = json.loads(path.read_text())
+            ref = [float(x) for x in data["reference"]]
+            if data.get("key") != key or len(ref) != n or not all(0 <= x <= 1 for x in ref):
+                return None
+            return ref
         except (OSError, ValueError, KeyError, TypeError):
-            self._sums.clear()
-            self._counts.clear()
+            return None
 
-    def correct(self, signature: str, probs):
-        import numpy as np  # only engines that already loaded numpy call this
-
-        key = hashlib.sha256(signature.encode()).hexdigest()[:24]
-        with self._lock:
-            if not self._loaded:
-                self._load()
-            total = self._sums.get(key)
-            count = self._counts.get(key, 0)
-            out = probs
-            if total is not None and len(total) == len(probs) and count >= self.min_count:
-                uniform = np.full(len(probs), 1.0 / len(probs))
-                mean = (np.asarray(total) + self.k * uniform) / (count + self.k)
-                out = probs / np.maximum(mean, 1e-9)
-                out = out / out.sum()
-            if total is None or len(total) != len(probs):
-                total, count = [0.0] * len(probs), 0
-            self._sums[key] = [a + float(b) for a, b in zip(total, probs)]
-            self._counts[key] = count + 1
-            if len(self._sums) > MAX_SIGNATURES:  # forget the oldest question
-                oldest = next(iter(self._sums))
-                self._sums.pop(oldest)
-                self._counts.pop(oldest, None)
-            self._dirty = True
-        return out
-
-    def save(self) -> None:
-        with self._lock:
-            if not self._dirty:
-                return
-            data = {k: {"sum": self._sums[k], "count": self._counts[k]} for k in self._sums}
-            self._dirty = False
+    def _write(self, key: str, ref: list[float]) -> None:
+        path = self._path(key)
+        if path is None:
+            return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data))
-            os.replace(tmp, self.path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps({"key": key, "reference": ref}))
+            os.replace(tmp, path)
+            files = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)
+            for old in files[:-FILES_KEPT]:
+                old.unlink(missing_ok=True)
         except OSError:
-            pass  # the correction is an optimisation; never fail a request over it
+            pass  # a cache: never fail a request over it
