@@ -104,12 +104,41 @@ def stub_provider(monkeypatch):
     return make
 
 
+def answer(provider, state, q=RISKY, timeout_s=5):
+    return provider.judge(parse_judge({"state": state, "questions": {"q": q}}), timeout_s).answers["q"]
+
+
 def p_true(provider, state, q=RISKY):
-    return provider.judge(parse_judge({"state": state, "questions": {"q": q}}), 5).answers["q"]["p_true"]
+    return answer(provider, state, q)["p_true"]
+
+
+def test_a_new_question_is_answered_at_once_and_corrected_once_its_reference_exists(stub_provider):
+    provider = stub_provider()
+    first = answer(provider, "0.9")
+    assert first["p_true"] == pytest.approx(0.9) and "uncorrected" in first["rationale"]  # not waited for
+    assert provider._llm.evidence[1:] == definitions(question(RISKY))  # filled in after the answer
+    second = answer(provider, "0.9")
+    assert second["p_true"] < 0.9 and "uncorrected" not in second["rationale"]
+
+
+def test_a_reference_no_request_has_time_for_still_completes_across_processes(stub_provider, monkeypatch):
+    # Each one-shot process has time for one definition only: the second process finishes it.
+    def two_calls_per_process(self, prefix, suffix, options, timeout_s=60):
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls > 2:  # the answer and one definition, then the deadline
+            from system1_gateway.providers.embedded.llm import EngineTimeout
+            raise EngineTimeout("deadline")
+        return np.array([0.7, 0.3])
+
+    monkeypatch.setattr(StubLlm, "option_probs", two_calls_per_process)
+    for _ in range(2):
+        assert "uncorrected" in answer(stub_provider(), "x")["rationale"]  # a fresh process each time
+    assert "uncorrected" not in answer(stub_provider(), "x")["rationale"]
 
 
 def test_answers_are_divided_by_the_mean_answer_to_the_definitions(stub_provider):
     provider = stub_provider()
+    p_true(provider, "0.7")  # a new question: this first answer computes the reference
     assert p_true(provider, "0.7") == pytest.approx(0.5)  # exactly the standing lean: no information
     assert p_true(provider, "0.9") == pytest.approx(0.9 / 0.7 / (0.9 / 0.7 + 0.1 / 0.3))
     assert [e for e in provider._llm.evidence if e not in ("0.7", "0.9")] == definitions(question(RISKY))
@@ -120,12 +149,13 @@ def test_a_flood_of_one_class_changes_no_later_answer(stub_provider):
     """The running prior let 40 destructive inputs drag p_true of the next one down."""
     provider = stub_provider()
     probes = ["0.79", "0.2"]
+    p_true(provider, "0.5")  # the reference is computed after this first answer
     before = [p_true(provider, s) for s in probes]
     for _ in range(40):
         p_true(provider, "0.95")
     after = [p_true(provider, s) for s in probes]
     assert [x.hex() for x in after] == [x.hex() for x in before]  # byte-identical
-    definitions_read = [e for e in provider._llm.evidence if e not in ("0.79", "0.2", "0.95")]
+    definitions_read = [e for e in provider._llm.evidence if e not in ("0.79", "0.2", "0.95", "0.5")]
     assert len(definitions_read) == 2  # the reference was computed once, from the question alone
 
 
@@ -148,6 +178,7 @@ def test_undescribed_questions_are_answered_uncorrected(stub_provider):
 def test_deprecated_prior_settings_are_accepted_and_ignored(stub_provider, caplog):
     provider = stub_provider(prior_k=0, prior_min=1)  # an old config stays valid
     assert "deprecated and ignored" in caplog.text
+    p_true(provider, "0.9")  # computes the reference
     assert p_true(provider, "0.9") == p_true(stub_provider(), "0.9")
 
 

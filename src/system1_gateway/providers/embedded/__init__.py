@@ -117,6 +117,7 @@ class EmbeddedProvider(BaseProvider):
         self._llm: Any = None
         self._fast: Any = None
         self._load_lock = threading.Lock()
+        self._local = threading.local()
         self.prior = QuestionPrior(state_dir() / "embedded" / "reference") if self.settings.prior else None
         stale = sorted({"prior_k", "prior_min"} & self.settings.model_fields_set)
         if stale:
@@ -177,13 +178,42 @@ class EmbeddedProvider(BaseProvider):
         hint = assets.LOCAL_EXTRA_HINT if tier == "auto" else "set tier = \"auto\" or \"llm\""
         raise ProviderFailure(f"the fast tier cannot answer {what}; {hint}", kind="unsupported")
 
-    def _corrected(self, probs: Any, texts: list[str] | None, key_parts: tuple[str, ...], ask: Any) -> Any:
+    def _corrected(self, probs: Any, texts: list[str] | None, key_parts: tuple[str, ...], ask: Any,
+                   later: bool = False) -> Any:
         """`probs` divided by the tier's mean answer to the question's definitions `texts`
-        (when `prior` is on and the question has them)."""
+        (when `prior` is on and the question has them).
+
+        `later` (the llm tier, where a new question's reference costs seconds): a reference
+        not computed yet is not waited for — this answer stays uncorrected (its rationale
+        says so) and the reference is filled in with what is left of the request's budget
+        (`_fill_references`), so a new question never makes a request time out."""
         if self.prior is None or texts is None:
             return probs
         key = QuestionPrior.key(*key_parts, *texts)
+        if later:
+            ref = self.prior.cached(key, len(probs))
+            if ref is None:
+                self._pending().append((key, len(probs), texts, ask))
+                return probs
+            return correct(probs, ref)
         return correct(probs, self.prior.reference(key, len(probs), texts, ask))
+
+    def _pending(self) -> list[Any]:
+        """References this request still has to compute (per thread: requests may overlap)."""
+        if not hasattr(self._local, "pending"):
+            self._local.pending = []
+        return self._local.pending
+
+    def _fill_references(self) -> None:
+        """Compute pending references until the request's deadline (each text's answer is
+        saved as it comes, so later requests and processes carry on); never fails the answer."""
+        pending, self._local.pending = self._pending(), []
+        for key, n, texts, ask in pending:
+            try:
+                self.prior.reference(key, n, texts, ask)
+            except Exception as exc:  # noqa: BLE001 - deadline reached (EngineTimeout) or worse
+                log.debug("reference of a new question not finished: %s", type(exc).__name__)
+                return
 
     def _ask_llm(self, question: Any, state_text: str, deadline: float) -> Any:
         from .llm import EngineTimeout
@@ -205,7 +235,8 @@ class EmbeddedProvider(BaseProvider):
                     probs = _blend(probs, other, 0.5)
                 return probs
             key = ("llm", LLM_MODEL, assets.GGUF_SHA256, prefix.signature(), json.dumps(options))
-            return self._corrected(probs, definitions(question), key, lambda text: ask(prompts.suffix(text)))
+            return self._corrected(probs, definitions(question), key, lambda text: ask(prompts.suffix(text)),
+                                   later=True)
         except EngineTimeout as exc:
             raise ProviderTimeout(f"{self.name}: {exc}") from None
         except ValueError as exc:  # prompt longer than the context window
@@ -234,11 +265,16 @@ class EmbeddedProvider(BaseProvider):
         state_text = render(request.state) or NO_STATE
         answers: dict[str, dict[str, Any]] = {}
         used: set[str] = set()
+        self._local.pending = []
         for qid, question in request.questions.items():
+            waiting = len(self._pending())
             tier, probs = self._decide(question, state_text, deadline)
             used.update(tier.split("+"))
             labels = ["true", "false"] if question.type == "noul" else question.labels
             answers[qid] = _answer(question.type, labels, probs, tier)
+            if len(self._pending()) > waiting:
+                answers[qid]["rationale"] += PENDING_NOTE
+        self._fill_references()
         if prompts.holds_turn_markers(state_text):
             _abstain_on_markers(answers)
         model = "+".join(LLM_MODEL if t == "llm" else FAST_MODEL for t in sorted(used))
@@ -265,6 +301,8 @@ def _blend(llm: Any, fast: Any, weight: float) -> Any:
     return p / p.sum()
 
 
+PENDING_NOTE = ("; uncorrected: this question's bias reference is still being computed "
+                "(it finishes over the next requests, then answers are corrected)")
 INJECTION_NOTE = ("; the evidence spells chat turn markers (read as plain text, but it may carry a fake "
                   "transcript that steers the answer): abstained")
 

@@ -80,37 +80,76 @@ class QuestionPrior:
         """Cache key of a reference: the model, tier and question, nothing else."""
         return hashlib.sha256(json.dumps([VERSION, *parts]).encode()).hexdigest()[:32]
 
-    def reference(self, key: str, n: int, texts: list[str], ask: Callable[[str], Any]) -> list[float]:
-        """The reference for `key` (n options): the mean of `ask(text)` over `texts`,
-        computed on first use and cached. Each text's answer is kept as soon as it is known,
-        so a computation cut short by a deadline resumes where it stopped."""
+    def cached(self, key: str, n: int) -> list[float] | None:
+        """The finished reference for `key`, from memory or disk, else None (never computes)."""
         with self._lock:
             ref = self._mem.get(key)
         if ref is not None and len(ref) == n:
             return ref
         ref = self._read(key, n)
-        if ref is None:
-            answers = []
-            for i, text in enumerate(texts):
-                with self._lock:
-                    known = self._partial.get((key, str(i)))
-                if known is None:
-                    known = [float(x) for x in ask(text)]
-                    if len(known) != n:
-                        raise ValueError(f"an answer of {len(known)} options for a {n}-option question")
-                    with self._lock:
-                        self._partial[(key, str(i))] = known
-                answers.append(known)
-            ref = [sum(col) / len(answers) for col in zip(*answers)]
+        if ref is not None:
+            self._remember(key, ref)
+        return ref
+
+    def reference(self, key: str, n: int, texts: list[str], ask: Callable[[str], Any]) -> list[float]:
+        """The reference for `key` (n options): the mean of `ask(text)` over `texts`,
+        computed on first use and cached. Each text's answer is kept — in memory and on
+        disk — as soon as it is known, so a computation cut short by a deadline resumes where
+        it stopped, in this process or the next one-shot process."""
+        ref = self.cached(key, n)
+        if ref is not None:
+            return ref
+        done = self._read_partial(key, n)
+        answers = []
+        for i, text in enumerate(texts):
             with self._lock:
-                for i in range(len(texts)):
-                    self._partial.pop((key, str(i)), None)
-            self._write(key, ref)
+                known = self._partial.get((key, str(i))) or done.get(str(i))
+            if known is None:
+                known = [float(x) for x in ask(text)]
+                if len(known) != n:
+                    raise ValueError(f"an answer of {len(known)} options for a {n}-option question")
+                with self._lock:
+                    self._partial[(key, str(i))] = known
+                done[str(i)] = known
+                self._write_partial(key, done)
+            answers.append(known)
+        ref = [sum(col) / len(answers) for col in zip(*answers)]
+        with self._lock:
+            for i in range(len(texts)):
+                self._partial.pop((key, str(i)), None)
+        self._write(key, ref)
+        self._remember(key, ref)
+        return ref
+
+    def _remember(self, key: str, ref: list[float]) -> None:
         with self._lock:
             self._mem[key] = ref
             if len(self._mem) > FILES_KEPT:
                 self._mem.pop(next(iter(self._mem)))
-        return ref
+
+    def _partial_path(self, key: str) -> Path | None:
+        return None if self.dir is None else self.dir / f"{key}.partial"
+
+    def _read_partial(self, key: str, n: int) -> dict[str, list[float]]:
+        path = self._partial_path(key)
+        try:
+            data = json.loads(path.read_text()) if path is not None else {}
+            return {str(i): [float(x) for x in v] for i, v in data.items()
+                    if isinstance(v, list) and len(v) == n and all(0 <= float(x) <= 1 for x in v)}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+
+    def _write_partial(self, key: str, done: dict[str, list[float]]) -> None:
+        path = self._partial_path(key)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps(done))
+            os.replace(tmp, path)
+        except OSError:
+            pass
 
     def _path(self, key: str) -> Path | None:
         return None if self.dir is None else self.dir / f"{key}.json"
@@ -137,6 +176,9 @@ class QuestionPrior:
             tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps({"key": key, "reference": ref}))
             os.replace(tmp, path)
+            partial = self._partial_path(key)
+            if partial is not None:
+                partial.unlink(missing_ok=True)
             files = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)
             for old in files[:-FILES_KEPT]:
                 old.unlink(missing_ok=True)
