@@ -962,7 +962,7 @@ def openai_transport(fake: FakeEngine) -> Iterator[None]:
 
     class Patched(original):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            kwargs.setdefault("http_client", fake.client())
+            kwargs["http_client"] = fake.client()  # replaces the adapter's own (no redirects) client
             super().__init__(*args, **kwargs)
 
     module = sys.modules.get("system1_gateway.providers.openai")

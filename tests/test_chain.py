@@ -174,3 +174,41 @@ def test_the_rungs_own_key_is_removed_from_any_failure_text():
     result = gw.judge(judge_payload())
     assert result["provider"] == "mock" and "[redacted]" in result["attempts"][0]["detail"]
     assert "Najbe8rt5BfLGEU" not in str(result) + str(gw.status())
+
+
+class NotAReply(Recorder):
+    def judge(self, request, timeout_s):
+        return {"answers": {}}
+
+
+def test_a_provider_returning_no_reply_is_malformed_and_the_chain_advances():
+    result = two_rungs(first=NotAReply()).judge(judge_payload())
+    assert result["provider"] == "mock" and result["attempts"][0]["outcome"] == "malformed"
+    assert "not a Reply" in result["attempts"][0]["detail"]
+
+
+def test_a_rung_that_cannot_be_built_is_a_config_error_and_the_chain_goes_on(monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")
+    monkeypatch.setenv("SYSTEM1_JEV_API_KEY", "sk-test-abcdefgh")
+    gw = Gateway(Config(gateway=GatewaySettings(provider="jev", fallback=["mock"])))
+    result = gw.judge(judge_payload())
+    assert result["provider"] == "mock" and "cannot be built (FileNotFoundError" in result["attempts"][0]["detail"]
+    assert gw.status()["rungs"]["jev"]["credentials"]["error"].startswith("[providers.jev] cannot be built")
+    assert gw.health()["providers"][0]["ok"] is False
+    gw.warm()  # never raises
+
+
+def test_close_leaves_injected_providers_to_their_owner():
+    shared = Recorder()
+    closed = []
+    shared.close = lambda: closed.append(1)
+    gw = two_rungs(first=shared)
+    with gw:
+        gw.judge(judge_payload())
+    assert closed == [] and gw.rung("first") is shared
+
+
+def test_health_reports_a_rung_that_may_not_run_as_down(monkeypatch):
+    monkeypatch.setenv("SYSTEM1_OPENAI_API_KEY", "sk-test-abcdefgh")
+    health = Gateway(Config(gateway=GatewaySettings(provider="openai", fallback=["mock"]))).health()
+    assert health["status"] == "degraded" and "no billing consent" in health["providers"][0]["detail"]

@@ -187,3 +187,27 @@ def test_no_correction_without_evidence(stub_provider):
     stateless = [p_true(provider, "") for _ in range(3)]
     assert len(set(stateless)) == 1 and stateless[0] == pytest.approx(0.7)  # raw: the subject is in the question
     assert provider._llm.evidence == [NO_STATE] * 3  # and no reference was computed for it
+
+
+def test_through_the_gateway_a_new_question_is_answered_within_the_attempt(stub_provider, monkeypatch):
+    """The reference is filled with a margin: the core's wait starts before the provider's
+    clock, and an answer that arrives after it would be thrown away as a timeout."""
+    import time
+
+    from system1_gateway.config import Config, GatewaySettings
+    from system1_gateway.core import Gateway
+
+    def slow(self, prefix, suffix, options, timeout_s=60):
+        time.sleep(max(0.0, min(0.15, timeout_s)))  # every definition costs more than the budget left
+        if timeout_s <= 0.15:
+            from system1_gateway.providers.embedded.llm import EngineTimeout
+            raise EngineTimeout("deadline")
+        return np.array([0.7, 0.3])
+
+    monkeypatch.setattr(StubLlm, "option_probs", slow)
+    gw = Gateway(Config(gateway=GatewaySettings(provider="embedded", timeout_s=0.5, deadline_s=1.0)),
+                 providers={"embedded": stub_provider()})
+    for _ in range(3):
+        result = gw.judge({"state": "x", "questions": {"q": RISKY}})
+        assert result["status"] == "answered", result["attempts"]
+        assert [a["outcome"] for a in result["attempts"]] == ["ok"]

@@ -70,3 +70,16 @@ def test_ordinary_messages_are_left_alone():
 def test_provider_text_is_bounded_and_scrubbed():
     failure = ProviderFailure("r: HTTP 500: " + "x" * 10_000 + " sk-live-abcdefgh1234")
     assert len(failure.message) <= 500 and "sk-live" not in failure.message
+
+
+def test_a_401_or_403_about_quota_is_quota_and_advances():
+    for status in (401, 403):
+        failure = classify("r", status, "You exceeded your current quota, check your billing details", {})
+        assert (failure.kind, failure.advance) == ("quota", True)
+
+
+def test_a_key_cut_in_half_by_the_bound_is_still_removed():
+    key = "Zq9" * 8
+    failure = ProviderFailure("r: " + "x " * 245 + key)
+    assert "Zq9Zq9" in failure.message  # the bound cut the key: the pattern alone cannot see it
+    assert "Zq9Zq9" not in failure.redact((key,)).message

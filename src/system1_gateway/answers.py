@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .errors import MalformedAnswer
+from .errors import MalformedAnswer, encodable
 from .model import JudgeRequest
 
 SUM_TOLERANCE = 0.01
@@ -83,7 +83,7 @@ def _canonical(question: Any, raw: Any, where: str) -> dict[str, Any]:
         out["engine_confidence"] = conf
     out["engine_abstained"] = bool(raw.get("abstained", False))
     if isinstance(raw.get("rationale"), str):
-        out["rationale"] = raw["rationale"][:MAX_RATIONALE]
+        out["rationale"] = encodable(raw["rationale"][:MAX_RATIONALE])
     return out
 
 
@@ -105,7 +105,8 @@ def finalize(request: JudgeRequest, raw_answers: Any, threshold: float) -> dict[
             # never a reason to advance (SPEC §3).
             result[qid] = {"type": "refusal", "question_type": question.type, "abstained": True,
                            "abstain_reason": "refused", "calibrated": False,
-                           "rationale": raw.get("rationale") if isinstance(raw.get("rationale"), str) else None}
+                           "rationale": encodable(raw["rationale"][:MAX_RATIONALE])
+                           if isinstance(raw.get("rationale"), str) else None}
             continue
         answer = _canonical(question, raw, f"answers.{qid}")
         # Calibration (SPEC §6) plugs in here, before the threshold; none is fitted yet.

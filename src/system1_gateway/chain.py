@@ -35,17 +35,20 @@ from .errors import (
     PROVIDER_ERROR,
     ConfigError,
     GatewayError,
+    MalformedAnswer,
     ProviderFailure,
     ProviderTimeout,
     Unsupported,
+    bounded,
+    encodable,
 )
 from .logs import LOGGER
 from .model import JudgeRequest
 from .notices import notice
-from .providers.base import BaseProvider, Limits
+from .providers.base import BaseProvider, Limits, Reply
 
 log = logging.getLogger(LOGGER)
-_NO_USAGE = {"input_tokens": None, "output_tokens": None}
+NO_USAGE = {"input_tokens": None, "output_tokens": None}
 
 
 def ms(seconds: float) -> float:
@@ -62,15 +65,25 @@ class Rungs:
     def __init__(self, config: Config, injected: dict[str, BaseProvider] | None = None,
                  build: Callable[[str, str, dict], BaseProvider] = providers.build):
         self._config = config
-        self._built: dict[str, BaseProvider] = dict(injected or {})
+        self._injected: dict[str, BaseProvider] = dict(injected or {})  # owned by the caller
+        self._built: dict[str, BaseProvider] = {}
         self._build = build
         self._lock = threading.Lock()
 
     def get(self, name: str) -> BaseProvider:
+        """The rung's provider; any failure to build it is a ConfigError naming the rung."""
+        if name in self._injected:
+            return self._injected[name]
         with self._lock:
             if name not in self._built:
                 kind = self._config.kind_of(name)
-                self._built[name] = self._build(name, kind, self._config.provider_settings(name))
+                try:
+                    self._built[name] = self._build(name, kind, self._config.provider_settings(name))
+                except GatewayError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - e.g. SSL_CERT_FILE missing for an httpx client
+                    raise ConfigError(f"[providers.{name}] cannot be built ({type(exc).__name__}: "
+                                      f"{str(exc)[:200]})") from None
             return self._built[name]
 
     def not_ready(self, name: str) -> str | None:
@@ -86,6 +99,7 @@ class Rungs:
         return f"no credentials: environment variable {env} is not set" if needed and not present else None
 
     def close(self) -> None:
+        """Close the providers built here (injected ones belong to whoever injected them)."""
         with self._lock:
             built, self._built = list(self._built.values()), {}
         for provider in built:
@@ -103,7 +117,7 @@ class Outcome:
     answers: dict[str, Any] | None = None
     provider: str | None = None
     model: str | None = None
-    usage: dict[str, Any] = field(default_factory=lambda: dict(_NO_USAGE))
+    usage: dict[str, Any] = field(default_factory=lambda: dict(NO_USAGE))
     error: GatewayError | None = None
 
 
@@ -159,11 +173,15 @@ class Chain:
             timeout_s = min(self.timeout_s, remaining / len(queue))  # a fair share for every later rung
             t0 = time.perf_counter()
             reply, failure = self._attempt(name, request, timeout_s)
+            if failure is None and not isinstance(reply, Reply):
+                failure = MalformedAnswer(f"{name}: the provider returned {type(reply).__name__}, not a Reply")
+            elif failure is None:  # the engine's name for itself is passed on: keep it printable
+                reply.model = encodable(bounded(reply.model, 200)) if isinstance(reply.model, str) else name
             if failure is None:
                 try:
                     answers = finalize(request, reply.answers, threshold)
                 except ProviderFailure as exc:  # the answer check rejected what the engine said
-                    failure = exc
+                    failure = exc.redact(self._secrets(name))
                 except Exception as exc:  # noqa: BLE001 - our bug, not the engine's
                     log.exception("answer check failed on %s's reply", name)
                     out.attempts.append(_record(name, "error", t0, "gateway internal error in the answer check"))

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import audit, reports, toggle
-from .chain import Chain, Rungs, ms
+from .chain import NO_USAGE, Chain, Rungs, ms
 from .config import Config, load_config
 from .cooldowns import CooldownStore
 from .errors import INTERNAL_ERROR, ConfigError, GatewayError, InvalidRequest
@@ -33,7 +33,6 @@ from .model import (
 from .providers.base import BaseProvider
 
 log = logging.getLogger(LOGGER)
-_NO_USAGE = {"input_tokens": None, "output_tokens": None}
 
 
 class Gateway:
@@ -234,7 +233,7 @@ def _judge_result(rid, chain, started, *, answers=None, provider=None, model=Non
         "model": model,
         "latency_ms": ms(time.perf_counter() - started),
         "attempts": attempts or [],
-        "usage": usage or dict(_NO_USAGE),
+        "usage": usage or dict(NO_USAGE),
         "error": error,
     }
 

@@ -45,6 +45,16 @@ def bounded(text: str, limit: int = MAX_DETAIL) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def encodable(text: str) -> str:
+    """`text` with lone surrogates (JSON "\\ud800" from an engine) replaced by "?": every
+    string the gateway passes on must encode as UTF-8 (stdout, MCP, logs)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 class GatewayError(Exception):
     """An error with a public code and a message naming the field or rung at fault."""
 
@@ -82,7 +92,8 @@ class ProviderFailure(GatewayError):
 
     def __init__(self, message: str, *, kind: str = "engine", code: str = PROVIDER_ERROR,
                  outcome: str = "error", retry_after_s: float | None = None, advance: bool = True):
-        super().__init__(bounded(scrub(message)), code)
+        self._raw = message  # kept so redact() sees a secret the bound would cut in half
+        super().__init__(bounded(scrub(encodable(message))), code)
         self.kind = kind
         self.outcome = outcome
         self.retry_after_s = retry_after_s
@@ -93,7 +104,7 @@ class ProviderFailure(GatewayError):
     def redact(self, secrets: tuple[str, ...]) -> "ProviderFailure":
         """Remove the rung's own secrets from the message (chain.py does it for every failure,
         whatever path the engine's text took into it)."""
-        cleaned = scrub(self.message, secrets)
+        cleaned = bounded(scrub(encodable(self._raw), secrets))
         if cleaned != self.message:
             self.message = cleaned
             self.args = (cleaned,)

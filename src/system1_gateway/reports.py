@@ -35,9 +35,13 @@ def health(config: Config, config_error: ConfigError | None, rungs: Rungs,
 
 def _probe(rungs: Rungs, name: str, timeout_s: float) -> dict[str, Any]:
     t0 = time.perf_counter()
+    blocked = rungs.not_ready(name)
     try:
-        h = rungs.get(name).health(timeout_s)
-        ok, detail, model = h.ok, h.detail, h.model
+        if blocked:  # no key here or no consent: every request skips it, whatever it would say
+            ok, detail, model = False, blocked, None
+        else:
+            h = rungs.get(name).health(timeout_s)
+            ok, detail, model = h.ok, h.detail, h.model
     except GatewayError as exc:
         ok, detail, model = False, exc.message, None
     except Exception as exc:  # noqa: BLE001 - a provider's probe must never crash health

@@ -31,7 +31,6 @@ class Limits:
     max_options: int = 256
     max_questions: int = 1000
     types: frozenset[str] = ALL_TYPES
-    needs_credentials: bool = False
 
 
 @dataclass

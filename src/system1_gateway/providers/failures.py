@@ -102,9 +102,10 @@ def classify(name: str, status: int, message: str | None, headers: Mapping[str, 
         where = headers.get("location")
         return ProviderFailure(f"{detail} (redirected{' to ' + where[:200] if where else ''}; "
                                f"set the endpoint to the final URL)", kind="endpoint")
-    if status in (401, 403) and not QUOTA_WORDS.search(text):
+    quota_words = bool(QUOTA_WORDS.search(text))
+    if status in (401, 403) and not quota_words:
         return ProviderFailure(detail, kind="credentials")
-    if status == 402 or code == "insufficient_quota" or (status in (400, 403, 429) and QUOTA_WORDS.search(text)):
+    if status == 402 or code == "insufficient_quota" or (status in (400, 401, 403, 429) and quota_words):
         return ProviderFailure(detail, kind="quota")
     if status == 404 and (MODEL_WORDS.search(text) or code == "model_not_found"):
         return ProviderFailure(detail, kind="model")

@@ -57,7 +57,7 @@ class OllamaProvider(SystemOneProvider):
 
     def __init__(self, name: str, settings: dict[str, Any]):
         super().__init__(name, settings)
-        self.limits = Limits(max_options=self.settings.max_options, needs_credentials=False)
+        self.limits = Limits(max_options=self.settings.max_options)
         self.chat_url = self.root + "/api/chat"
 
     def _parse(self, name: str, settings: dict[str, Any]) -> Any:
@@ -101,7 +101,7 @@ class OllamaProvider(SystemOneProvider):
         remaining = max(0.01, deadline - time.monotonic())
         data = self._exchange(json.dumps(body).encode(), remaining, self.chat_url)
         if isinstance(data.get("error"), str):  # a failure reported with status 200
-            raise ProviderFailure(f"{self.name}: {data['error'][:300]}", kind="server")
+            raise ProviderFailure(f"{self.name}: {data['error']}", kind="server")  # scrubbed, then bounded
         message = data.get("message") if isinstance(data.get("message"), dict) else {}
         if message.get("thinking"):
             raise ProviderFailure(f"{self.name}: {self.settings.model} is a thinking model; its reasoning tokens "

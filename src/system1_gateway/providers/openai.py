@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from ..errors import ProviderFailure, ProviderTimeout
+from ..errors import MalformedAnswer, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from ..render import render
 from .base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
@@ -43,7 +43,7 @@ class OpenAIProvider(BaseProvider):
     def __init__(self, name: str, settings: dict[str, Any]):
         self.name = name
         self.settings: OpenAISettings = parse_settings(OpenAISettings, name, settings)
-        self.limits = Limits(max_options=self.settings.max_options, max_questions=100_000, needs_credentials=True)
+        self.limits = Limits(max_options=self.settings.max_options, max_questions=100_000)
 
     def credentials(self) -> tuple[bool, bool, str | None]:
         return True, bool(os.environ.get(KEY_ENV)), KEY_ENV
@@ -53,10 +53,11 @@ class OpenAIProvider(BaseProvider):
         return (key,) if key else ()
 
     def _client(self, timeout_s: float) -> Any:
-        from openai import OpenAI  # heavy: imported only when this rung runs
+        from openai import DefaultHttpxClient, OpenAI  # heavy: imported only when this rung runs
 
+        # Redirects are never followed (a 3xx means the endpoint is wrong: failures.py).
         return OpenAI(api_key=os.environ.get(KEY_ENV, ""), base_url=self.settings.endpoint,
-                      max_retries=0, timeout=timeout_s)
+                      max_retries=0, timeout=timeout_s, http_client=DefaultHttpxClient(follow_redirects=False))
 
     @staticmethod
     def _question(q: Any) -> dict[str, Any]:
@@ -121,12 +122,12 @@ class OpenAIProvider(BaseProvider):
             except openai.APIConnectionError as exc:
                 raise ProviderFailure(f"{self.name}: transport failure ({type(exc).__name__})", kind="transport") from None
             except (ValueError, RecursionError) as exc:  # the SDK could not decode the body
-                raise _malformed(f"{self.name}: unreadable response body ({type(exc).__name__})") from None
+                raise MalformedAnswer(f"{self.name}: unreadable response body ({type(exc).__name__})") from None
             got = getattr(resp, "answers", None) if not isinstance(resp, (str, bytes, int, float, list)) else None
             if not isinstance(got, list):
-                raise _malformed(f"{self.name}: response is not a decision object")
+                raise MalformedAnswer(f"{self.name}: response is not a decision object")
             if len(got) != len(batch):
-                raise _malformed(f"{self.name}: {len(got)} answers for {len(batch)} questions")
+                raise MalformedAnswer(f"{self.name}: {len(got)} answers for {len(batch)} questions")
             for (qid, q), raw in zip(batch, got):  # by position: `name` may be null
                 answers[qid] = self._answer(q, raw)
             reported = getattr(resp, "model", None)
@@ -151,7 +152,3 @@ class OpenAIProvider(BaseProvider):
         if not os.environ.get(KEY_ENV):
             return Health(False, f"{KEY_ENV} is not set ({self.credentials_note})", self.settings.model)
         return Health(True, "credentials present (not probed: every call may be billed)", self.settings.model)
-
-
-def _malformed(message: str) -> ProviderFailure:
-    return ProviderFailure(message, kind="malformed", code="malformed_response", outcome="malformed")

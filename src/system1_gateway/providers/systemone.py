@@ -87,7 +87,7 @@ class SystemOneProvider(BaseProvider):
         base = self.settings.endpoint
         self.url = base if base.endswith("/v1/systemone") else base + "/v1/systemone"
         self.root = self.url[: -len("/v1/systemone")]
-        self.limits = Limits(max_options=self.settings.max_options, needs_credentials=bool(self.settings.api_key_env))
+        self.limits = Limits(max_options=self.settings.max_options)
         # Local calls bypass system proxies (trust_env=False); remote ones honour them.
         self._client = httpx.Client(trust_env=not self.local, follow_redirects=False)
 

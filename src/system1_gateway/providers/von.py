@@ -35,7 +35,7 @@ class VonProvider(SystemOneProvider):
     def _failure(self, resp: httpx.Response, body: Any) -> ProviderFailure:
         detail = body.get("detail") if isinstance(body, dict) else None
         if resp.status_code == 422 and isinstance(detail, str):
-            return ProviderFailure(f"{self.name}: engine failure (HTTP 422): {(error_message(body) or '')[:300]}", kind="server")
+            return ProviderFailure(f"{self.name}: engine failure (HTTP 422): {error_message(body) or ''}", kind="server")
         return super()._failure(resp, body)
 
     def _reply(self, request: JudgeRequest, body: dict[str, Any]) -> Reply:

@@ -204,13 +204,15 @@ class EmbeddedProvider(BaseProvider):
             self._local.pending = []
         return self._local.pending
 
-    def _fill_references(self) -> None:
-        """Compute pending references until the request's deadline (each text's answer is
-        saved as it comes, so later requests and processes carry on); never fails the answer."""
+    def _fill_references(self, until: float) -> None:
+        """Compute pending references until `until` (each text's answer is saved as it comes,
+        so later requests and processes carry on); never fails the answer."""
         pending, self._local.pending = self._pending(), []
         for key, n, texts, ask in pending:
+            if until - time.monotonic() < FILL_MIN_S:
+                return
             try:
-                self.prior.reference(key, n, texts, ask)
+                self.prior.reference(key, n, texts, lambda text, ask=ask: ask(text, until))
             except Exception as exc:  # noqa: BLE001 - deadline reached (EngineTimeout) or worse
                 log.debug("reference of a new question not finished: %s", type(exc).__name__)
                 return
@@ -221,8 +223,8 @@ class EmbeddedProvider(BaseProvider):
         prefix, options = prompts.build(question)
         engine = self._llm_engine()
 
-        def ask(evidence_suffix: Any) -> Any:
-            return engine.option_probs(prefix, evidence_suffix, options, deadline - time.monotonic())
+        def ask(evidence_suffix: Any, until: float = deadline) -> Any:
+            return engine.option_probs(prefix, evidence_suffix, options, until - time.monotonic())
 
         try:
             probs = ask(prompts.suffix(state_text))
@@ -235,8 +237,8 @@ class EmbeddedProvider(BaseProvider):
                     probs = _blend(probs, other, 0.5)
                 return probs
             key = ("llm", LLM_MODEL, assets.GGUF_SHA256, prefix.signature(), json.dumps(options))
-            return self._corrected(probs, definitions(question), key, lambda text: ask(prompts.suffix(text)),
-                                   later=True)
+            return self._corrected(probs, definitions(question), key,
+                                   lambda text, until=deadline: ask(prompts.suffix(text), until), later=True)
         except EngineTimeout as exc:
             raise ProviderTimeout(f"{self.name}: {exc}") from None
         except ValueError as exc:  # prompt longer than the context window
@@ -274,7 +276,9 @@ class EmbeddedProvider(BaseProvider):
             answers[qid] = _answer(question.type, labels, probs, tier)
             if len(self._pending()) > waiting:
                 answers[qid]["rationale"] += PENDING_NOTE
-        self._fill_references()
+        # Stop filling well before the attempt's end: the core's wait started before this
+        # call did, and an answer that arrives after it is thrown away.
+        self._fill_references(deadline - max(FILL_MARGIN_S, FILL_MARGIN_SHARE * timeout_s))
         if prompts.holds_turn_markers(state_text):
             _abstain_on_markers(answers)
         model = "+".join(LLM_MODEL if t == "llm" else FAST_MODEL for t in sorted(used))
@@ -301,6 +305,7 @@ def _blend(llm: Any, fast: Any, weight: float) -> Any:
     return p / p.sum()
 
 
+FILL_MARGIN_S, FILL_MARGIN_SHARE, FILL_MIN_S = 0.1, 0.2, 0.05
 PENDING_NOTE = ("; uncorrected: this question's bias reference is still being computed "
                 "(it finishes over the next requests, then answers are corrected)")
 INJECTION_NOTE = ("; the evidence spells chat turn markers (read as plain text, but it may carry a fake "
