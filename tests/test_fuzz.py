@@ -17,7 +17,8 @@ Properties, for every example (tests/fuzz_strategies.py checks them):
     audit, health or status.
 
 About 2 400 examples in all, derandomized (the same examples every run; FUZZ_RANDOM=1
-explores new ones). The long run is benchmarks/fuzz.py.
+explores new ones), plus `test_findings_corpus`: the minimal reproducer of every engine-side
+finding of the campaign, replayed as a fixed case. The long run is benchmarks/fuzz.py.
 """
 
 from __future__ import annotations
@@ -254,3 +255,40 @@ def test_http_deadline_holds(data, kind, key, fallback, timeout_s, deadline_s):
     payload, posts, gets = data.draw(fz.http_scripts(kind, hang=True), label="script")
     check(fz.run_http(kind, payload, posts, gets, key, fallback=fallback, timeout_s=timeout_s,
                       deadline_s=deadline_s, direct=False, probe=False))
+
+
+# -- the findings, replayed ----------------------------------------------------------------
+# The minimal reproducers the campaign found (issue 9), as fixed cases: every one must stay a
+# typed outcome. (Request-side findings are covered by the core/CLI cases above and by
+# tests/test_model.py.)
+NOUL = {"state": "s", "questions": {"q": {"type": "noul", "instructions": "x"}}}
+CHOICE = {"state": "s", "questions": {"q": {"type": "choice", "criteria": ["a", "b"]}}}
+BIG = b"1" + b"0" * 400
+LAYA_SERVE = {"/healthz": fz.WireReply(body=b'{"status":"ok"}')}
+UTF16 = {"content-type": "text/plain; charset=utf-16"}
+FINDINGS = {  # id: (kind, request, status, body, headers, GET replies)
+    "F5-huge-int-p_true": ("systemone", NOUL, 200, b'{"model":"m","answers":{"q":{"type":"noul","noul":' + BIG + b"}}}", {}, {}),
+    "F6-deep-body": ("systemone", NOUL, 200, b"[" * 5000, {}, {}),
+    "F7-laya-huge-int": ("laya", NOUL, 200, b'{"model":"x","answers":{"q":{"type":"choice","choice":"yes",'
+                         b'"probabilities":{"yes":' + BIG + b',"no":0}}}}', {}, LAYA_SERVE),
+    "F8-ollama-exp-overflow": ("ollama", NOUL, 200,
+                               b'{"message":{},"logprobs":[{"top_logprobs":[{"token":"yes","logprob":1000}]}]}', {}, {}),
+    "F8-ollama-logprobs-dict": ("ollama", NOUL, 200, b'{"message":{},"logprobs":{"a":1}}', {}, {}),
+    "F11-ollama-200-error-echo": ("ollama", NOUL, 200, b'{"model":"m","error":"out of memory ' + fz.ECHO.encode() + b'"}',
+                                  {}, {}),
+    "F12-openai-utf16": ("openai", NOUL, 401, b'{"error":{"message":"no"}}', UTF16, {}),
+    "F13-openai-html-200": ("openai", NOUL, 200, b"<html>502</html>", {"content-type": "text/html"}, {}),
+    "F13-openai-answers-int": ("openai", NOUL, 200, b'{"answers": 5}', {}, {}),
+    "F14-surrogate-error-text": ("systemone", CHOICE, 500, b'{"error": {"message": "boom \\ud800"}}', {}, {}),
+    "F14-surrogate-model": ("systemone", CHOICE, 200, b'{"model":"m\\ud800","answers":{"q":{"type":"choice",'
+                            b'"choice":"a","probabilities":{"a":0.9,"b":0.1}}}}', {}, {}),
+    "F15-openai-huge-int": ("openai", CHOICE, 200, b'{"model":"gpt-6-luna","answers":[{"type":"choice","choice":"a",'
+                            b'"probabilities":[{"value":"a","probability":' + BIG + b"}]}]}", {}, {}),
+}
+
+
+@pytest.mark.parametrize("finding", list(FINDINGS))
+def test_findings_corpus(finding):
+    kind, payload, status, body, headers, gets = FINDINGS[finding]
+    reply = fz.WireReply(status=status, body=body, headers={"content-type": "application/json", **headers})
+    check(fz.run_http(kind, payload, [reply], gets, "fzk7NajbeHeRu8rt5BfLGEU_PupAl"))
