@@ -1051,6 +1051,9 @@ def run_http(kind: str, payload: dict[str, Any], posts: list[WireReply], gets: d
                         case.violations.append(f"{what}: {problem}")
         finally:
             close(gw)
+            closer = getattr(provider, "close", None)  # an injected provider is the caller's to close
+            if closer is not None:
+                closer()
         for path in state.rglob("*"):  # audit log, cooldown and notice state, consents
             if path.is_file():
                 outputs.append(path.read_bytes().decode("utf-8", "replace"))
