@@ -121,7 +121,7 @@ class OpenAIProvider(BaseProvider):
                 raise ProviderTimeout(f"{self.name}: no answer within {remaining:.2f} s") from None
             except openai.APIConnectionError as exc:
                 raise ProviderFailure(f"{self.name}: transport failure ({type(exc).__name__})", kind="transport") from None
-            except (ValueError, RecursionError) as exc:  # the SDK could not decode the body
+            except (ValueError, RecursionError, OverflowError) as exc:  # the SDK could not decode the body
                 raise MalformedAnswer(f"{self.name}: unreadable response body ({type(exc).__name__})") from None
             got = getattr(resp, "answers", None) if not isinstance(resp, (str, bytes, int, float, list)) else None
             if not isinstance(got, list):
