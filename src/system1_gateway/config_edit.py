@@ -9,7 +9,6 @@ as it was.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -18,7 +17,7 @@ import tomlkit
 from . import consent
 from .config import parse_config_text
 from .errors import ConfigError
-from .paths import config_path
+from .paths import config_path, write_atomic
 from .providers import KINDS
 
 BILLED_KINDS = consent.BILLED_KINDS
@@ -103,9 +102,6 @@ def write_order(names: list[str], path: Path | None = None,
 def _replace(path: Path, text: str) -> None:
     """Write `text` to `path` atomically (a crash leaves the old file or the new one)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, text)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None

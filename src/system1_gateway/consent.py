@@ -10,11 +10,10 @@ skipped, never called.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
-from .paths import state_dir
+from .paths import state_dir, write_atomic
 
 BILLED_KINDS = frozenset({"openai"})
 
@@ -32,11 +31,7 @@ def recorded() -> dict[str, str]:
 
 
 def save(consents: dict[str, str]) -> None:
-    path = _path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(consents, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(_path(), json.dumps(consents, indent=1))
 
 
 def now() -> str:

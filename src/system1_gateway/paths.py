@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 from pathlib import Path
 
 
@@ -38,3 +39,12 @@ def config_path() -> Path:
     else:
         base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     return base / "system1" / "config.toml"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so readers see the old file or the new one, never half of it
+    (a temporary file per process and thread, then one rename). Raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ...paths import write_atomic
 from ...render import render
 
 # Bump when the reference texts or the scoring that produces the reference change.
@@ -144,10 +144,7 @@ class QuestionPrior:
         if path is None:
             return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps(done))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(done))
         except OSError:
             pass
 
@@ -172,10 +169,7 @@ class QuestionPrior:
         if path is None:
             return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps({"key": key, "reference": ref}))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps({"key": key, "reference": ref}))
             partial = self._partial_path(key)
             if partial is not None:
                 partial.unlink(missing_ok=True)
