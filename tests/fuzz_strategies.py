@@ -885,7 +885,9 @@ def run_cli(argv: list[str], stdin: bytes = b"", files: dict[str, bytes] | None 
         except ValueError:
             case.violations.append(f"stdout is not one JSON object: {text[:200]!r}")
     else:
-        for line in text.splitlines():
+        for line in text.split("\n"):  # JSON Lines: records end at "\n" (not at U+2028, U+0085, …)
+            if not line:
+                continue
             try:
                 objects.append(json.loads(line))
             except ValueError:
