@@ -683,7 +683,7 @@ def dump_problem(obj: Any) -> str | None:
 
 def unnamed_invalid(result: dict[str, Any]) -> str | None:
     error = result.get("error") if isinstance(result, dict) else None
-    if error and error.get("code") == "invalid_request" and not re.search(r".: \S", error.get("message", "")):
+    if error and error.get("code") == "invalid_request" and not re.search(r".: \S", error.get("message", ""), re.S):
         return f"invalid_request does not name a field: {error.get('message')!r}"
     return None
 
