@@ -218,15 +218,7 @@ def _set(root: Any, path: tuple, fn: Callable[[Any], Any]) -> Any:
     if not path:
         return fn(root)
     head, rest = path[0], path[1:]
-    if isinstance(root, dict):
-        out = dict(root)
-        new = _set(out[head], rest, fn)
-        if new is _DELETE:
-            del out[head]
-        else:
-            out[head] = new
-        return out
-    out = list(root)
+    out = dict(root) if isinstance(root, dict) else list(root)
     new = _set(out[head], rest, fn)
     if new is _DELETE:
         del out[head]

@@ -188,7 +188,10 @@ def test_a_provider_returning_no_reply_is_malformed_and_the_chain_advances():
 
 
 def test_a_rung_that_cannot_be_built_is_a_config_error_and_the_chain_goes_on(monkeypatch):
-    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")
+    def no_ca_file(self, name, settings):  # what httpx.Client raises with SSL_CERT_FILE=/missing
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr("system1_gateway.providers.jev.JevProvider.__init__", no_ca_file)
     monkeypatch.setenv("SYSTEM1_JEV_API_KEY", "sk-test-abcdefgh")
     gw = Gateway(Config(gateway=GatewaySettings(provider="jev", fallback=["mock"])))
     result = gw.judge(judge_payload())

@@ -28,7 +28,7 @@ import re
 import time
 from typing import Any, Mapping
 
-from ..errors import ProviderFailure, ProviderTimeout, scrub
+from ..errors import MalformedAnswer, ProviderFailure, ProviderTimeout, scrub
 
 QUOTA_WORDS = re.compile(r"credit|quota|balance|billing|insufficient[_ ]funds|payment required", re.I)
 MODEL_WORDS = re.compile(r"\bmodel|checkpoint", re.I)
@@ -120,6 +120,5 @@ def classify(name: str, status: int, message: str | None, headers: Mapping[str, 
     if status >= 500 or status < 200:
         return ProviderFailure(detail, kind="server", retry_after_s=wait)
     if 200 <= status < 300:  # a success code other than 200 where 200 is the contract
-        return ProviderFailure(f"{detail} (expected 200)", kind="malformed", code="malformed_response",
-                               outcome="malformed")
+        return MalformedAnswer(f"{detail} (expected 200)")
     return ProviderFailure(detail, kind="rejected", advance=False)

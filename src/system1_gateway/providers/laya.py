@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import Field
 
-from ..errors import ProviderFailure
+from ..errors import MalformedAnswer, ProviderFailure
 from ..model import JudgeRequest
 from ..render import render
 from .base import Health, Limits, Reply, parse_settings
@@ -115,20 +115,17 @@ class LayaProvider(SystemOneProvider):
             routing = body.get("routing")
             routed = routing.get("model") if isinstance(routing, dict) else None
             if routed is None:
-                raise ProviderFailure(f"{self.name}: no routing.model in the answer (LAYA_JEV_STRICT on?); "
-                                      f"cannot verify the pinned checkpoint {pinned!r}",
-                                      kind="malformed", code="malformed_response", outcome="malformed")
+                raise MalformedAnswer(f"{self.name}: no routing.model in the answer (LAYA_JEV_STRICT on?); "
+                                      f"cannot verify the pinned checkpoint {pinned!r}")
             if routed != pinned:
-                raise ProviderFailure(f"{self.name}: answered by checkpoint {routed!r}, pinned {pinned!r}",
-                                      kind="malformed", code="malformed_response", outcome="malformed")
+                raise MalformedAnswer(f"{self.name}: answered by checkpoint {routed!r}, pinned {pinned!r}")
             model = f"laya/{routed}"
         else:
             reported = body.get("model") if isinstance(body.get("model"), str) else "?"
             model = f"laya-serve/{reported} (checkpoint unverified)"
         answers_in = body.get("answers")
         if not isinstance(answers_in, dict):
-            raise ProviderFailure(f"{self.name}: 'answers' missing or not an object", kind="malformed",
-                                  code="malformed_response", outcome="malformed")
+            raise MalformedAnswer(f"{self.name}: 'answers' missing or not an object")
         abstain = pinned in ENGLISH_ONLY and non_latin_share(render(request.state)) > NON_LATIN_LIMIT
         answers = {}
         for qid, q in request.questions.items():

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import Field
 
-from ..errors import ProviderFailure
+from ..errors import MalformedAnswer, ProviderFailure
 from ..model import JudgeRequest
 from ..render import render
 from .base import Health, Limits, Reply, parse_settings
@@ -111,8 +111,7 @@ class OllamaProvider(SystemOneProvider):
             raise ProviderFailure(f"{self.name}: the server returned no logprobs (Ollama ≥ 0.12.11 needed); "
                                   f"refusing to turn generated text into a fake 0/1 answer", kind="model")
         if not isinstance(positions, list):
-            raise ProviderFailure(f"{self.name}: 'logprobs' is not a list of positions", kind="malformed",
-                                  code="malformed_response", outcome="malformed")
+            raise MalformedAnswer(f"{self.name}: 'logprobs' is not a list of positions")
         mass = dict.fromkeys(labels, 0.0)
         names = [_norm(s) for s in say]
         first = positions[0] if isinstance(positions[0], dict) else {}
@@ -132,8 +131,7 @@ class OllamaProvider(SystemOneProvider):
                 mass[label] += math.exp(logprob) / len(hits)
         total = sum(mass.values())
         if total <= 0:
-            raise ProviderFailure(f"{self.name}: none of the options is among the model's top {TOP} first tokens",
-                                  kind="malformed", code="malformed_response", outcome="malformed")
+            raise MalformedAnswer(f"{self.name}: none of the options is among the model's top {TOP} first tokens")
         usage = {"input_tokens": data.get("prompt_eval_count"), "output_tokens": data.get("eval_count")}
         return {label: m / total for label, m in mass.items()}, usage
 

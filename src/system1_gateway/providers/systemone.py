@@ -27,7 +27,7 @@ import httpx
 from pydantic import Field, field_validator
 
 from ..config import CREDENTIAL_KEYS as SECRET_KEYS
-from ..errors import ConfigError, MissingCredentials, ProviderFailure, ProviderTimeout
+from ..errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from .base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
 from .failures import classify, error_message
@@ -164,8 +164,7 @@ class SystemOneProvider(BaseProvider):
         if resp.status_code != 200:
             raise self._failure(resp, data)
         if not isinstance(data, dict):
-            raise ProviderFailure(f"{self.name}: response is not a JSON object", kind="malformed",
-                                  code="malformed_response", outcome="malformed")
+            raise MalformedAnswer(f"{self.name}: response is not a JSON object")
         return data
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
@@ -179,12 +178,10 @@ class SystemOneProvider(BaseProvider):
         model = body.get("model") if isinstance(body.get("model"), str) else self.settings.model
         expect = self.settings.expect_model
         if expect and model != expect:
-            raise ProviderFailure(f"{self.name}: answered by model {model!r}, expected {expect!r}",
-                                  kind="malformed", code="malformed_response", outcome="malformed")
+            raise MalformedAnswer(f"{self.name}: answered by model {model!r}, expected {expect!r}")
         answers_in = body.get("answers")
         if not isinstance(answers_in, dict):
-            raise ProviderFailure(f"{self.name}: 'answers' missing or not an object", kind="malformed",
-                                  code="malformed_response", outcome="malformed")
+            raise MalformedAnswer(f"{self.name}: 'answers' missing or not an object")
         answers = {qid: _answer(request.questions[qid], answers_in[qid])
                    for qid in request.questions if qid in answers_in}
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
