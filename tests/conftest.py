@@ -22,6 +22,8 @@ def isolated_env(monkeypatch, tmp_path):
             monkeypatch.delenv(var)
     monkeypatch.setenv("SYSTEM1_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    # No test starts the per-user daemon unless it asks to (tests of the daemon set it to 1).
+    monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "0")
     from system1_gateway import notices
 
     notices._last.clear()  # each test starts like a new process

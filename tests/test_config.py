@@ -127,3 +127,31 @@ def test_credential_variables_are_not_settings(monkeypatch):
     monkeypatch.setenv("SYSTEM1_LAYA_API_KEY", "sk-1")
     monkeypatch.setenv("SYSTEM1_LAYA_MODEL", "english")
     assert load_config().provider_settings("laya") == {"model": "english"}
+
+
+def test_serve_table_defaults_file_and_environment(write_config, monkeypatch):
+    from system1_gateway.config import load_config
+
+    assert load_config().serve.port == 8737 and load_config().serve.autostart is False  # conftest: 0
+    write_config('[serve]\nport = 9001\nidle_exit_min = 5\napi_key_env = "TEAM_KEY"\n')
+    monkeypatch.setenv("SYSTEM1_SERVE_HOST", "0.0.0.0")
+    serve = load_config().serve
+    assert (serve.port, serve.idle_exit_min, serve.api_key_env, serve.host) == (9001, 5, "TEAM_KEY", "0.0.0.0")
+
+
+def test_serve_errors_name_the_line_or_the_variable(write_config, monkeypatch):
+    import pytest
+
+    from system1_gateway.config import load_config
+    from system1_gateway.errors import ConfigError
+
+    write_config('[serve]\nhost = "127.0.0.1"\nport = 70000\n')
+    with pytest.raises(ConfigError, match=r"line 3, \[serve\].*port"):
+        load_config()
+    write_config('[serve]\napi_key_env = "sk-live-123"\n')
+    with pytest.raises(ConfigError, match="api_key_env"):
+        load_config()
+    write_config("")
+    monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "maybe")
+    with pytest.raises(ConfigError, match="SYSTEM1_SERVE_AUTOSTART"):
+        load_config()

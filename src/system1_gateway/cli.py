@@ -88,6 +88,9 @@ def _parser() -> _Parser:
     t.add_argument("state", choices=["on", "off", "status"])
     common(t, provider=False)
     sub.add_parser("mcp", help="run the stdio MCP server (what `python -I -m system1_gateway` runs)")
+    sv = sub.add_parser("serve", help="run the HTTP server (Jev wire, native API, MCP over HTTP, metrics)")
+    sv.add_argument("--host", help="bind address (default [serve] host, 127.0.0.1)")
+    sv.add_argument("--port", type=int, help="port (default [serve] port, 8737; 0: any free port)")
     ic = sub.add_parser("install-claude", help="print (or --apply) the command registering the MCP server in Claude Code")
     ic.add_argument("--apply", action="store_true", help="run it (needs the `claude` CLI on PATH)")
     return parser
@@ -314,6 +317,12 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     return serve()
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .http_server import main as serve
+
+    return serve(host=args.host, port=args.port)
+
+
 def claude_command() -> list[str]:
     """`claude mcp add` for this interpreter: user scope, stdio, isolated mode (-I)."""
     return ["claude", "mcp", "add", "--scope", "user", "--transport", "stdio", "system1", "--",
@@ -345,6 +354,7 @@ COMMANDS = {
     "toggle": _cmd_toggle,
     "install-claude": _cmd_install_claude,
     "mcp": _cmd_mcp,
+    "serve": _cmd_serve,
     "decide": _cmd_decide,
     "judge": _cmd_judge,
     "health": _cmd_health,

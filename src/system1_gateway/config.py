@@ -33,7 +33,15 @@ GATEWAY_ENV = {
     "log_file": "SYSTEM1_LOG_FILE",
 }
 # Variables that look like SYSTEM1_<NAME>_<KEY> but are not provider settings.
-_RESERVED_ENV = set(GATEWAY_ENV.values()) | {"SYSTEM1_CONFIG", "SYSTEM1_STATE_DIR"}
+# Serve keys ([serve]) and their environment variables.
+SERVE_ENV = {
+    "host": "SYSTEM1_SERVE_HOST",
+    "port": "SYSTEM1_SERVE_PORT",
+    "autostart": "SYSTEM1_SERVE_AUTOSTART",
+    "idle_exit_min": "SYSTEM1_SERVE_IDLE_EXIT_MIN",
+    "load_budget_s": "SYSTEM1_SERVE_LOAD_BUDGET_S",
+}
+_RESERVED_ENV = set(GATEWAY_ENV.values()) | set(SERVE_ENV.values()) | {"SYSTEM1_CONFIG", "SYSTEM1_STATE_DIR"}
 
 
 CREDENTIAL_KEYS = {"api_key", "key", "token", "bearer", "password", "secret"}
@@ -62,9 +70,24 @@ class GatewaySettings(BaseModel):
         return value.upper() if isinstance(value, str) else value
 
 
+class ServeSettings(BaseModel):
+    """`system1 serve` and the per-user daemon (`system1 daemon`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    host: str = Field(default="127.0.0.1", min_length=1)
+    port: int = Field(default=8737, ge=0, le=65535)  # 0: any free port (the port file says which)
+    # The NAME of the environment variable holding the bearer key (never the key itself);
+    # required to bind anything but loopback.
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    autostart: bool = True  # the CLI and the stdio MCP server start the daemon when it is not running
+    idle_exit_min: float = Field(default=60, ge=0, le=100_000)  # 0: never exit when idle
+    load_budget_s: float = Field(default=60, gt=0, le=3600)  # model load, before any deadline starts
+
+
 @dataclass(frozen=True)
 class Config:
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
+    serve: ServeSettings = field(default_factory=ServeSettings)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: Path | None = None
 
@@ -126,37 +149,45 @@ def parse_config_text(text: str, path: Path, environ: Mapping[str, str] | None =
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
-    unknown = sorted(set(data) - {"gateway", "providers"})
+    unknown = sorted(set(data) - {"gateway", "serve", "providers"})
     if unknown:
-        raise ConfigError(f"{path}: unknown table or key {unknown[0]!r} (expected [gateway] and [providers.<name>])")
+        raise ConfigError(f"{path}: unknown table or key {unknown[0]!r} "
+                          "(expected [gateway], [serve] and [providers.<name>])")
     gateway_raw = data.get("gateway", {})
     providers_raw = data.get("providers", {})
-    if not isinstance(gateway_raw, dict):
-        raise ConfigError(f"{path}: 'gateway' must be a table")
     if not isinstance(providers_raw, dict) or not all(isinstance(v, dict) for v in providers_raw.values()):
         raise ConfigError(f"{path}: 'providers' must contain one table per provider, [providers.<name>]")
 
-    merged = dict(gateway_raw)
+    gateway = _table(GatewaySettings, "gateway", gateway_raw, GATEWAY_ENV, text, path, environ)
+    serve = _table(ServeSettings, "serve", data.get("serve", {}), SERVE_ENV, text, path, environ)
+    config = Config(gateway=gateway, serve=serve, providers=providers_raw, source=source)
+    _check_chain(config, path)
+    return config
+
+
+def _table(model: type[BaseModel], table: str, raw: Any, env: dict[str, str], text: str, path: Path,
+           environ: Mapping[str, str] | None) -> Any:
+    """One settings table, overridden by its environment variables; a ConfigError names the
+    variable, or the file, line and table."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: {table!r} must be a table")
+    merged = dict(raw)
     from_env: set[str] = set()
-    for key, var in GATEWAY_ENV.items() if environ is not None else ():
+    for key, var in env.items() if environ is not None else ():
         if environ.get(var, "") != "":
             merged[key] = environ[var]
             from_env.add(key)
     try:
-        gateway = GatewaySettings.model_validate(merged)
+        return model.model_validate(merged)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = str(first["loc"][0]) if first["loc"] else ""
         if key in from_env:
-            where = f"environment variable {GATEWAY_ENV[key]}"
+            where = f"environment variable {env[key]}"
         else:
-            line = _line_of(text, "gateway", key)
-            where = f"{path}" + (f", line {line}" if line else "") + ", [gateway]"
+            line = _line_of(text, table, key)
+            where = f"{path}" + (f", line {line}" if line else "") + f", [{table}]"
         raise ConfigError(f"{where}: {describe_validation_error(exc)}") from None
-
-    config = Config(gateway=gateway, providers=providers_raw, source=source)
-    _check_chain(config, path)
-    return config
 
 
 def _check_chain(config: Config, path: Path) -> None:

@@ -1,0 +1,122 @@
+"""The per-user daemon's files, and how a client tells whether a daemon serves *its* settings.
+
+Stdlib only: hooks and the CLI's fast path read these on every call, where importing pydantic
+alone would cost ≈ 140 ms.
+
+Files, under `<state>/daemon/` (created 0700; files 0600):
+  daemon.lock  held (flock) by the one process that starts or runs the daemon
+  daemon.pid   the serving process's pid, as text
+  daemon.port  JSON: {"pid", "host", "port", "url", "fingerprint", "version", "started"}
+  daemon.log   the daemon's stderr
+
+A client uses the daemon only when the port file's fingerprint equals its own: the same
+config file content and the same answer-changing SYSTEM1_* variables. A call with other
+settings (an environment override) runs in-process instead of silently getting the
+daemon's chain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from .paths import config_path, state_dir
+
+# Variables that steer the daemon's lifecycle or the tests, not the answers.
+NOT_SETTINGS = frozenset({
+    "SYSTEM1_SERVE_AUTOSTART", "SYSTEM1_SERVE_IDLE_EXIT_MIN", "SYSTEM1_SERVE_HOST", "SYSTEM1_SERVE_PORT",
+    "SYSTEM1_STATE_DIR", "SYSTEM1_TOOLS_DIR", "SYSTEM1_REQUIRE_CLIENTS", "SYSTEM1_LOG_FILE",
+    "SYSTEM1_LOG_LEVEL",
+})
+PORT_FIELDS = {"pid": int, "host": str, "port": int, "url": str, "fingerprint": str, "version": str,
+               "started": (int, float)}
+
+
+def daemon_dir() -> Path:
+    return state_dir() / "daemon"
+
+
+def lock_path() -> Path:
+    return daemon_dir() / "daemon.lock"
+
+
+def pid_path() -> Path:
+    return daemon_dir() / "daemon.pid"
+
+
+def port_path() -> Path:
+    return daemon_dir() / "daemon.port"
+
+
+def log_path() -> Path:
+    return daemon_dir() / "daemon.log"
+
+
+def fingerprint(environ: Mapping[str, str] | None = None) -> str:
+    """What the answers depend on: the config file's path and bytes, and the SYSTEM1_*
+    variables that change settings (values hashed, never stored: some are secrets)."""
+    env = os.environ if environ is None else environ
+    digest = hashlib.sha256()
+    path = config_path()
+    digest.update(str(path).encode("utf-8", "surrogatepass") + b"\0")
+    try:
+        digest.update(path.read_bytes())
+    except OSError:
+        digest.update(b"\0absent\0")
+    for name in sorted(k for k in env if k.startswith("SYSTEM1_") and k not in NOT_SETTINGS):
+        digest.update(b"\0" + name.encode("utf-8", "surrogatepass") + b"=" +
+                      env[name].encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:32]
+
+
+def read_port() -> dict[str, Any] | None:
+    """The port file's record when it is whole and well-formed, else None (missing, half
+    written by a crash, or edited by hand: the caller then treats the daemon as absent)."""
+    try:
+        record = json.loads(port_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    for key, kind in PORT_FIELDS.items():
+        if not isinstance(record.get(key), kind) or isinstance(record.get(key), bool):
+            return None
+    return record
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a 0600 file atomically (readers see the old file or the new one)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process with this pid exists (it may belong to someone else: the port
+    file's fingerprint and a health call confirm it is our daemon)."""
+    if pid <= 0:
+        return False
+    if sys.platform == "win32":
+        import ctypes
+
+        handle = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return False
+        ctypes.windll.kernel32.CloseHandle(handle)
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
