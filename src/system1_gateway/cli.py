@@ -91,6 +91,13 @@ def _parser() -> _Parser:
     sv = sub.add_parser("serve", help="run the HTTP server (Jev wire, native API, MCP over HTTP, metrics)")
     sv.add_argument("--host", help="bind address (default [serve] host, 127.0.0.1)")
     sv.add_argument("--port", type=int, help="port (default [serve] port, 8737; 0: any free port)")
+    dm = sub.add_parser("daemon", help="the per-user background server that keeps one engine warm")
+    dm.add_argument("action", choices=["start", "stop", "status", "restart", "run", "install-login",
+                                       "uninstall-login"],
+                    help="run: serve in the foreground as the daemon (what start launches)")
+    dm.add_argument("--apply", action="store_true", help="install-login/uninstall-login: write or remove the unit "
+                                                         "(default: print what would be done)")
+    common(dm, provider=False)
     ic = sub.add_parser("install-claude", help="print (or --apply) the command registering the MCP server in Claude Code")
     ic.add_argument("--apply", action="store_true", help="run it (needs the `claude` CLI on PATH)")
     return parser
@@ -323,6 +330,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return serve(host=args.host, port=args.port)
 
 
+def _cmd_daemon(args: argparse.Namespace) -> int:
+    from .daemon import command
+
+    return command(args)
+
+
 def claude_command() -> list[str]:
     """`claude mcp add` for this interpreter: user scope, stdio, isolated mode (-I)."""
     return ["claude", "mcp", "add", "--scope", "user", "--transport", "stdio", "system1", "--",
@@ -355,6 +368,7 @@ COMMANDS = {
     "install-claude": _cmd_install_claude,
     "mcp": _cmd_mcp,
     "serve": _cmd_serve,
+    "daemon": _cmd_daemon,
     "decide": _cmd_decide,
     "judge": _cmd_judge,
     "health": _cmd_health,
