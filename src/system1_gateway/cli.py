@@ -3,6 +3,11 @@ notices, progress and logs go to stderr.
 
 Exit codes: 0 answered (abstained included), 1 the provider chain failed (or health is
 down), 2 invalid input (bad JSON, a schema violation, an unknown flag).
+
+`decide` and `judge` first look for the per-user daemon (client.py, stdlib only): when one
+with this process's settings is running, it answers and nothing heavy is imported here
+(tests/test_imports.py keeps it so); otherwise, or when it fails mid-call, the gateway runs
+in-process within what is left of the deadline.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ def _exit_code(result: dict[str, Any]) -> int:
     error = result.get("error")
     if not error:
         return EXIT_OK
-    return EXIT_INVALID if error["code"] == INVALID_REQUEST else EXIT_FAILED
+    return EXIT_INVALID if isinstance(error, dict) and error.get("code") == INVALID_REQUEST else EXIT_FAILED
 
 
 def _parser() -> _Parser:
@@ -148,14 +153,92 @@ def _cmd_decide(args: argparse.Namespace) -> int:
         payload["min_confidence"] = args.min_confidence
     if args.request_id is not None:
         payload["request_id"] = args.request_id
-    gateway = _gateway()
-    if _unknown_provider(gateway, args.provider, args.pretty):
+    answerer = _Answerer("decide", args.provider)
+    if answerer.refuses_provider(args.pretty):
         return EXIT_INVALID
-    with gateway:
-        _warm(gateway, args.provider)
-        result = gateway.decide(payload, provider=args.provider)
+    with answerer:
+        result = answerer.answer(payload)
     _emit(result, args.pretty)
     return _exit_code(result)
+
+
+class _Answerer:
+    """Answers decide/judge requests through the warm daemon when one with this process's
+    settings runs (stdlib only up to there), else with an in-process gateway, built and
+    warmed once, on first need. Which path answered is the result's first attempt
+    (`provider: "daemon"`) whenever a daemon was involved; with no daemon the result is
+    exactly the in-process one."""
+
+    def __init__(self, kind: str, provider: str | None):
+        self.kind, self.provider = kind, provider
+        self._gateway: Any = None
+        # `--provider` goes to the daemon only when it names a rung or kind it knows, so an
+        # unknown name keeps its exit 2 from the in-process check.
+        self.fast = provider is None or _known_provider(provider)
+
+    def __enter__(self) -> "_Answerer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._gateway is not None:
+            self._gateway.close()
+
+    def gateway(self) -> Any:
+        if self._gateway is None:
+            self._gateway = _gateway()
+            _warm(self._gateway, self.provider)
+        return self._gateway
+
+    def refuses_provider(self, pretty: bool) -> bool:
+        if self.fast:
+            return False
+        self._gateway = _gateway()
+        return _unknown_provider(self._gateway, self.provider, pretty)
+
+    def answer(self, payload: Any) -> dict[str, Any]:
+        import time
+
+        from . import client
+
+        started = time.monotonic()
+        routed = client.ask(f"/v1/{self.kind}", payload, provider=self.provider, started=started) \
+            if self.fast else client.Routed()
+        if routed.result is not None:
+            return routed.result
+        gateway = self.gateway()
+        run = gateway.decide if self.kind == "decide" else gateway.judge
+        if routed.remaining_s is None:
+            result = run(payload, provider=self.provider)
+        else:  # the daemon failed mid-call: what is left of the deadline, not a fresh one
+            result = _within(gateway, run, payload, self.provider, routed.remaining_s)
+        if routed.note is not None:
+            result["attempts"].insert(0, routed.note)
+        return result
+
+
+def _known_provider(name: str) -> bool:
+    """`name` is a built-in kind or a [providers.<name>] table with one (stdlib only)."""
+    from . import client
+    from .providers import KINDS
+
+    kinds = client.peek().kinds or {}
+    return kinds.get(name, name) in KINDS
+
+
+def _within(gateway: Any, run: Any, payload: Any, provider: str | None, remaining_s: float) -> dict[str, Any]:
+    """Run with the deadline cut to what is left (a request's own deadline_s included)."""
+    import dataclasses
+
+    left = max(remaining_s, 0.001)  # nothing left: the chain answers deadline_exceeded
+    if isinstance(payload, dict) and isinstance(payload.get("deadline_s"), (int, float)) \
+            and not isinstance(payload.get("deadline_s"), bool) and 0 < payload["deadline_s"] <= 600:
+        payload = {**payload, "deadline_s": min(payload["deadline_s"], left)}
+    config = gateway.config
+    gateway.config = dataclasses.replace(config, gateway=config.gateway.model_copy(update={"deadline_s": left}))
+    try:
+        return run(payload, provider=provider)
+    finally:
+        gateway.config = config
 
 
 def _open_input(path: str) -> BinaryIO:
@@ -179,12 +262,12 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     except OSError as exc:
         _emit(_invalid(f"{where}: cannot read: {exc.strerror or exc}"), args.pretty)
         return EXIT_INVALID
-    gateway = _gateway()
-    if _unknown_provider(gateway, args.provider, args.pretty):
+    answerer = _Answerer("judge", args.provider)
+    if answerer.refuses_provider(args.pretty):
         return EXIT_INVALID
-    with gateway, stream:
+    with answerer, stream:
         if args.jsonl:
-            return _judge_lines(gateway, stream, where, args)
+            return _judge_lines(answerer, stream, where, args)
         try:
             data = stream.read()
         except OSError as exc:
@@ -199,18 +282,16 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         if problem is not None:
             _emit(problem, args.pretty)
             return EXIT_INVALID
-        _warm(gateway, args.provider)
-        result = gateway.judge(payload, provider=args.provider)
+        result = answerer.answer(payload)
         _emit(result, args.pretty)
         return _exit_code(result)
 
 
-def _judge_lines(gateway: Any, stream: BinaryIO, where: str, args: argparse.Namespace) -> int:
+def _judge_lines(answerer: _Answerer, stream: BinaryIO, where: str, args: argparse.Namespace) -> int:
     """Stream JSON Lines: one result per non-empty line, in order, flushed as it is made; a
     bad line gets its own invalid_request and the lines after it are still judged."""
     worst = EXIT_OK
     progress = _Progress() if sys.stderr.isatty() else None
-    warmed = False
     for number, raw in enumerate(stream, start=1):
         if not raw.strip():
             continue
@@ -221,11 +302,8 @@ def _judge_lines(gateway: Any, stream: BinaryIO, where: str, args: argparse.Name
             except (ValueError, RecursionError) as exc:
                 result = _invalid(f"{where} line {number}: invalid JSON: {exc}")
             else:
-                if not warmed:
-                    _warm(gateway, args.provider)
-                    warmed = True
-                result = gateway.judge(payload, provider=args.provider)
-                if result["error"] and result["error"]["code"] == INVALID_REQUEST:
+                result = answerer.answer(payload)
+                if result.get("error") and result["error"].get("code") == INVALID_REQUEST:
                     result["error"]["message"] = f"line {number}: {result['error']['message']}"
         _emit(result, args.pretty)
         code = _exit_code(result)

@@ -1,0 +1,264 @@
+"""The stdlib-only client of the per-user daemon (the CLI fast path, the stdio MCP server, hooks).
+
+Only the standard library is imported here (http.client, json, tomllib): a hook or a CLI
+call that finds a warm daemon must not pay for pydantic (≈ 140 ms), mcp, numpy or httpx.
+
+    daemon = find()                        # None: no daemon of *these* settings is running
+    result = daemon.post("/v1/decide", payload, timeout_s=8.5)
+
+`ask()` is what the faces call: it finds the daemon (starting one when `[serve] autostart`
+allows), sends the request under the caller's deadline and returns either the daemon's
+answer, marked with a `daemon` attempt saying so, or what the caller needs to answer
+in-process instead: an attempt to put first in its own result (why it ran in-process) and
+the time left of the deadline. A daemon that is absent, stale, refuses, resets, hangs or
+answers something that is not a gateway result is a `DaemonUnavailable`, never a crash.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import time
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from . import daemon_files
+from .paths import config_path
+
+CONNECT_TIMEOUT_S = 0.5  # loopback: a live daemon accepts in microseconds; a dead one refuses at once
+MARGIN_S = 0.5  # past the deadline: the core answers within deadline + 50 ms, plus the HTTP round trip
+READY_POLL_S = 0.05
+ROUTE = "daemon"  # the `provider` of the attempt that says which path answered
+
+# Defaults of config.py's GatewaySettings / ServeSettings, read here without pydantic;
+# tests/test_client.py checks that peek() agrees with load_config().
+DEFAULT_DEADLINE_S = 8.0
+DEFAULT_LOAD_BUDGET_S = 60.0
+TRUE_WORDS = {"1", "true", "t", "yes", "y", "on"}
+FALSE_WORDS = {"0", "false", "f", "no", "n", "off"}
+
+
+class DaemonUnavailable(Exception):
+    """The daemon did not give a usable answer; the caller answers in-process."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The few settings the fast path needs, read from the config file with tomllib."""
+
+    deadline_s: float = DEFAULT_DEADLINE_S
+    load_budget_s: float = DEFAULT_LOAD_BUDGET_S
+    autostart: bool = True
+    api_key_env: str | None = None
+    first_kind: str = "embedded"  # kind of the first rung: is there a model to load?
+    kinds: dict[str, str] | None = None  # rung name -> kind for [providers.<name>] tables
+
+
+def _number(value: Any, default: float, low: float, high: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return number if low < number <= high else default
+
+
+def _flag(value: Any, default: bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return True if text in TRUE_WORDS else False if text in FALSE_WORDS else default
+
+
+def peek() -> Settings:
+    """The fast path's settings. A broken file gives the defaults: whoever answers (the
+    daemon, or the in-process gateway) reports the config error itself."""
+    try:
+        data = tomllib.loads(config_path().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = {}
+    gateway = data.get("gateway") if isinstance(data.get("gateway"), dict) else {}
+    serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
+    tables = data.get("providers") if isinstance(data.get("providers"), dict) else {}
+    kinds = {name: str(t.get("kind", name)) for name, t in tables.items() if isinstance(t, dict)}
+    env = os.environ
+    deadline = env.get("SYSTEM1_DEADLINE_S") or gateway.get("deadline_s", DEFAULT_DEADLINE_S)
+    budget = env.get("SYSTEM1_SERVE_LOAD_BUDGET_S") or serve.get("load_budget_s", DEFAULT_LOAD_BUDGET_S)
+    autostart = env.get("SYSTEM1_SERVE_AUTOSTART") or serve.get("autostart", True)
+    first = env.get("SYSTEM1_PROVIDER") or gateway.get("provider", "embedded")
+    key_env = serve.get("api_key_env")
+    return Settings(
+        deadline_s=_number(deadline, DEFAULT_DEADLINE_S, 0, 3600),
+        load_budget_s=_number(budget, DEFAULT_LOAD_BUDGET_S, 0, 3600),
+        autostart=_flag(autostart, True),
+        api_key_env=key_env if isinstance(key_env, str) and key_env else None,
+        first_kind=kinds.get(str(first), str(first)),
+        kinds=kinds,
+    )
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """A running daemon, as its port file describes it."""
+
+    pid: int
+    host: str
+    port: int
+    url: str
+    started: float
+    fingerprint: str
+    api_key: str | None = None
+
+    def post(self, path: str, payload: Any, timeout_s: float, query: dict[str, str] | None = None) -> dict[str, Any]:
+        body = json.dumps(payload, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        if query:
+            path = f"{path}?{urlencode(query)}"
+        return self._call("POST", path, body, timeout_s)
+
+    def get(self, path: str, timeout_s: float) -> dict[str, Any]:
+        return self._call("GET", path, None, timeout_s)
+
+    def _call(self, method: str, path: str, body: bytes | None, timeout_s: float) -> dict[str, Any]:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
+        conn = http.client.HTTPConnection(host, self.port, timeout=min(CONNECT_TIMEOUT_S, max(timeout_s, 0.01)))
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "Connection": "close"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        try:
+            conn.connect()
+            conn.sock.settimeout(max(timeout_s, 0.01))  # the read: the caller's deadline
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            status, data = response.status, response.read()
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timeout, a torn reply
+            kind = "timeout" if isinstance(exc, (socket.timeout, TimeoutError)) else type(exc).__name__
+            raise DaemonUnavailable(f"{method} {path.split('?')[0]}: {kind}") from None
+        finally:
+            conn.close()
+        try:
+            answer = json.loads(data)
+        except (ValueError, RecursionError):
+            raise DaemonUnavailable(f"{method} {path.split('?')[0]}: HTTP {status}, not JSON") from None
+        if not isinstance(answer, dict):
+            raise DaemonUnavailable(f"{method} {path.split('?')[0]}: HTTP {status}, not a JSON object")
+        if status >= 300 and not _is_result(answer):
+            # 401, 404, 413, 5xx without a gateway result: nothing the caller can print.
+            raise DaemonUnavailable(f"{method} {path.split('?')[0]}: HTTP {status}")
+        return answer
+
+    def describe(self) -> str:
+        return f"pid {self.pid}, {self.url}"
+
+
+def _is_result(answer: dict[str, Any]) -> bool:
+    """A gateway result (judge or decide), whatever the HTTP status that carried it."""
+    return isinstance(answer.get("status"), str) and "error" in answer and isinstance(answer.get("attempts"), list)
+
+
+def _from_record(record: dict[str, Any], settings: Settings | None) -> Daemon:
+    key = os.environ.get(settings.api_key_env) if settings and settings.api_key_env else None
+    return Daemon(pid=record["pid"], host=record["host"], port=record["port"], url=record["url"],
+                  started=float(record["started"]), fingerprint=record["fingerprint"], api_key=key or None)
+
+
+def locate(settings: Settings | None = None) -> tuple[Daemon | None, bool]:
+    """(the daemon named by the port file if its process is alive, whether its settings are
+    this process's). A missing, torn or stale port file is (None, False)."""
+    record = daemon_files.read_port()
+    if record is None or record["pid"] == os.getpid() or not daemon_files.pid_alive(record["pid"]):
+        return None, False
+    return _from_record(record, settings), record["fingerprint"] == daemon_files.fingerprint()
+
+
+def find() -> Daemon | None:
+    """The running daemon of this user with this process's settings, or None."""
+    daemon, same = locate(peek())
+    return daemon if same else None
+
+
+def note(outcome: str, daemon: Daemon | None, detail: str, latency_ms: float = 0.0) -> dict[str, Any]:
+    """The attempt that says which path answered (results.py's Attempt shape)."""
+    where = f" ({daemon.describe()})" if daemon else ""
+    return {"provider": ROUTE, "outcome": outcome, "latency_ms": round(latency_ms, 2), "detail": f"daemon{where}: {detail}"}
+
+
+@dataclass
+class Routed:
+    """What `ask` found: the daemon's answer, or why the caller answers in-process."""
+
+    result: dict[str, Any] | None = None
+    note: dict[str, Any] | None = None  # the first attempt of an in-process result (None: no daemon)
+    remaining_s: float | None = None  # deadline left for the in-process answer (None: all of it)
+
+
+def _deadline(payload: Any, settings: Settings) -> float:
+    own = payload.get("deadline_s") if isinstance(payload, dict) else None
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and 0 < own <= 600:
+        return float(own)
+    return settings.deadline_s
+
+
+def ask(path: str, payload: Any, *, provider: str | None = None, started: float | None = None,
+        autostart: bool | None = None) -> Routed:
+    """Send one decide/judge to the daemon, within the request's deadline."""
+    started = time.monotonic() if started is None else started
+    settings = peek()
+    deadline_s = _deadline(payload, settings)
+    daemon, same = locate(settings)
+    if daemon is None and (settings.autostart if autostart is None else autostart):
+        daemon, same = _autostart(settings)
+    if daemon is None:
+        return Routed()
+    if not same:
+        return Routed(note=note("skipped", daemon, "runs other settings (an environment override or another "
+                                                   "config file); answered in-process"))
+    # A daemon started within its load budget may still be loading: it waits for its models
+    # before the request's deadline starts, so the client waits that long too.
+    loading_s = settings.load_budget_s if time.time() - daemon.started < settings.load_budget_s else 0.0
+    timeout_s = deadline_s + MARGIN_S + loading_s - (time.monotonic() - started)
+    t0 = time.monotonic()
+    try:
+        result = daemon.post(path, payload, timeout_s, {"provider": provider} if provider else None)
+    except DaemonUnavailable as exc:
+        left = deadline_s - (time.monotonic() - started)
+        return Routed(note=note("error", daemon, f"{exc}; answered in-process", (time.monotonic() - t0) * 1000),
+                      remaining_s=left)
+    if not _is_result(result):
+        left = deadline_s - (time.monotonic() - started)
+        return Routed(note=note("error", daemon, "answered something that is not a gateway result; "
+                                                 "answered in-process"), remaining_s=left)
+    result["attempts"].insert(0, note("ok", daemon, "answered by the warm daemon", (time.monotonic() - t0) * 1000))
+    return Routed(result=result)
+
+
+def _autostart(settings: Settings) -> tuple[Daemon | None, bool]:
+    """Start the daemon detached. With a model to load (an `embedded` first rung) wait for it:
+    loading a second copy in-process would take as long, on the same cores, and double the
+    memory (measured in docs/warm-engine.md); with HTTP/mock rungs answer in-process now."""
+    try:
+        from . import daemon as lifecycle  # stdlib + daemon_files only (its contract)
+
+        lifecycle.ensure_running()
+    except Exception:  # noqa: BLE001 - autostart is a convenience: never what fails a request
+        return None, False
+    if settings.first_kind != "embedded":
+        return None, False
+    return wait_ready(settings.load_budget_s, settings)
+
+
+def wait_ready(budget_s: float, settings: Settings | None = None) -> tuple[Daemon | None, bool]:
+    """Wait until the port file names a live daemon whose /healthz says ok, up to budget_s."""
+    end = time.monotonic() + budget_s
+    while time.monotonic() < end:
+        daemon, same = locate(settings)
+        if daemon is not None:
+            try:
+                if daemon.get("/healthz", min(1.0, max(end - time.monotonic(), 0.01))).get("status") == "ok":
+                    return daemon, same
+            except DaemonUnavailable:
+                pass
+        time.sleep(READY_POLL_S)
+    return None, False
