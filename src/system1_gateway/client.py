@@ -236,21 +236,24 @@ def ask(path: str, payload: Any, *, provider: str | None = None, started: float 
 
 def _autostart(settings: Settings) -> tuple[Daemon | None, bool]:
     """Start the daemon detached. With a model to load (an `embedded` first rung) wait for it:
-    loading a second copy in-process would take as long, on the same cores, and double the
-    memory (measured in docs/warm-engine.md); with HTTP/mock rungs answer in-process now."""
+    loading a second copy in-process takes as long, on the same cores, and doubles the
+    memory (measured in docs/warm-engine.md); with HTTP or mock rungs answer in-process now
+    and leave the daemon to come up for the next call."""
     try:
         from . import daemon as lifecycle  # stdlib + daemon_files only (its contract)
 
-        lifecycle.ensure_running()
+        if lifecycle.ensure_running() is None:  # autostart off, other settings, or it failed
+            return None, False
+        if settings.first_kind != "embedded":
+            return None, False
+        return wait_ready(settings.load_budget_s, settings, alive=lifecycle.lock_held)
     except Exception:  # noqa: BLE001 - autostart is a convenience: never what fails a request
         return None, False
-    if settings.first_kind != "embedded":
-        return None, False
-    return wait_ready(settings.load_budget_s, settings)
 
 
-def wait_ready(budget_s: float, settings: Settings | None = None) -> tuple[Daemon | None, bool]:
-    """Wait until the port file names a live daemon whose /healthz says ok, up to budget_s."""
+def wait_ready(budget_s: float, settings: Settings | None = None, alive: Any = None) -> tuple[Daemon | None, bool]:
+    """Wait until the port file names a live daemon whose /healthz says ok, up to budget_s;
+    give up early when `alive()` says no process is starting or serving any more."""
     end = time.monotonic() + budget_s
     while time.monotonic() < end:
         daemon, same = locate(settings)
@@ -260,5 +263,7 @@ def wait_ready(budget_s: float, settings: Settings | None = None) -> tuple[Daemo
                     return daemon, same
             except DaemonUnavailable:
                 pass
+        elif alive is not None and not alive():
+            return None, False
         time.sleep(READY_POLL_S)
     return None, False

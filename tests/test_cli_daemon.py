@@ -1,0 +1,250 @@
+"""`system1 decide`/`judge` through a running daemon: its answer, the exit codes, `--provider`,
+settings that differ (in-process, and said so), no daemon, a stale port file.
+
+The daemon is the real one (`system1 daemon start`, port 0) once `http_server` is in the
+tree; until then a stand-in serving the same native endpoints with the real Gateway, and
+writing the port file as `daemon run` does (the documented contract of issue 10).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from system1_gateway import daemon_files
+from system1_gateway.results import decide_response_adapter, judge_result_adapter
+
+from conftest import judge_payload, run_cli
+
+REAL_DAEMON = importlib.util.find_spec("system1_gateway.http_server") is not None
+
+# The stand-in: the native endpoints over the real Gateway, the port file as `daemon run` writes it.
+STAND_IN = r'''
+import json, os, sys, time
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+from urllib.parse import urlsplit, parse_qs
+from system1_gateway import __version__, daemon_files
+from system1_gateway.core import Gateway
+
+gateway = Gateway.from_environment()
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args):
+        pass
+    def send_json(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        path = urlsplit(self.path).path
+        if path == "/healthz":
+            return self.send_json(200, {"status": "ok"})
+        if path == "/v1/health":
+            return self.send_json(200, gateway.health())
+        if path == "/v1/status":
+            return self.send_json(200, gateway.status())
+        self.send_json(404, {"error": {"code": "not_found", "message": path}})
+    def do_POST(self):
+        url = urlsplit(self.path)
+        provider = parse_qs(url.query).get("provider", [None])[0]
+        payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        run = {"/v1/decide": gateway.decide, "/v1/judge": gateway.judge}.get(url.path)
+        if run is None:
+            return self.send_json(404, {"error": {"code": "not_found", "message": url.path}})
+        self.send_json(200, run(payload, provider=provider))
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+port = server.server_address[1]
+record = {"pid": os.getpid(), "host": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}",
+          "fingerprint": daemon_files.fingerprint(), "version": __version__, "started": time.time()}
+daemon_files.write_private(daemon_files.pid_path(), str(os.getpid()))
+daemon_files.write_private(daemon_files.port_path(), json.dumps(record))
+server.serve_forever()
+'''
+
+
+class RunningDaemon:
+    """A daemon of the test's environment (plus `env`), stopped at exit."""
+
+    def __init__(self, env: dict[str, str] | None = None):
+        self.env = {**os.environ, "SYSTEM1_SERVE_PORT": "0", **(env or {})}
+        self.proc: subprocess.Popen | None = None
+        if REAL_DAEMON:
+            start = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "daemon", "start"],
+                                   env=self.env, capture_output=True, text=True, timeout=120)
+            assert start.returncode == 0, start.stdout + start.stderr
+        else:
+            self.proc = subprocess.Popen([sys.executable, "-c", STAND_IN], env=self.env,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.record = self._wait_for_port_file()
+
+    def _wait_for_port_file(self, timeout_s: float = 60.0) -> dict:
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            record = daemon_files.read_port()
+            if record and daemon_files.pid_alive(record["pid"]) and (self.proc is None or record["pid"] == self.proc.pid):
+                return record
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"the stand-in daemon exited: {self.proc.stderr.read().decode()}")
+            time.sleep(0.05)
+        raise AssertionError("no daemon port file within 60 s")
+
+    @property
+    def pid(self) -> int:
+        return self.record["pid"]
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+        end = time.monotonic() + 10
+        while daemon_files.pid_alive(self.pid) and time.monotonic() < end:
+            if self.proc is not None:
+                self.proc.poll()  # reap the zombie, or pid_alive stays true
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        if REAL_DAEMON and daemon_files.pid_alive(self.pid):
+            subprocess.run([sys.executable, "-m", "system1_gateway.cli", "daemon", "stop"], env=self.env,
+                           capture_output=True, timeout=60)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if daemon_files.pid_alive(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def start_daemon():
+    started: list[RunningDaemon] = []
+
+    def start(**env: str) -> RunningDaemon:
+        daemon = RunningDaemon(env)
+        started.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in started:
+        daemon.stop()
+
+
+MOCK_CONFIG = ('[gateway]\nprovider = "first"\nfallback = ["second"]\n'
+               '[providers.first]\nkind = "mock"\nmodel = "first-model"\n'
+               '[providers.second]\nkind = "mock"\nmodel = "second-model"\nanswer = "no"\n')
+
+
+def route(result: dict) -> dict:
+    """The attempt saying which path answered (only present when a daemon was involved)."""
+    first = result["attempts"][0] if result["attempts"] else {}
+    return first if first.get("provider") == "daemon" else {}
+
+
+def test_decide_is_answered_by_the_running_daemon(write_config, start_daemon):
+    write_config(MOCK_CONFIG)
+    daemon = start_daemon()
+    code, out, _ = run_cli("decide", "Is `rm -rf build/` destructive?")
+    assert code == 0
+    decide_response_adapter.validate_python(out[0])
+    assert out[0]["status"] == "decided" and out[0]["provider"] == "first" and out[0]["model"] == "first-model"
+    assert route(out[0])["outcome"] == "ok" and f"pid {daemon.pid}" in route(out[0])["detail"]
+    assert out[0]["attempts"][1]["provider"] == "first"
+
+
+def test_judge_and_jsonl_through_the_daemon_keep_exit_codes(write_config, start_daemon):
+    write_config(MOCK_CONFIG)
+    start_daemon()
+    code, out, _ = run_cli("judge", input=json.dumps(judge_payload()))
+    assert code == 0 and route(out[0])["outcome"] == "ok"
+    judge_result_adapter.validate_python(out[0])
+    code, out, _ = run_cli("judge", input=json.dumps({"state": "s", "questions": {}}))
+    assert code == 2 and out[0]["error"]["code"] == "invalid_request" and route(out[0])["outcome"] == "ok"
+    lines = "\n".join([json.dumps(judge_payload()), "{nope", json.dumps(judge_payload())]) + "\n"
+    code, out, _ = run_cli("judge", "--jsonl", input=lines)
+    assert code == 2 and len(out) == 3
+    assert route(out[0])["outcome"] == "ok" and route(out[2])["outcome"] == "ok"
+    assert out[1]["error"]["code"] == "invalid_request" and "line 2" in out[1]["error"]["message"]
+
+
+def test_a_failing_chain_through_the_daemon_exits_1(write_config, start_daemon):
+    write_config('[gateway]\nprovider = "mock"\n[providers.mock]\nmode = "fail"\nfailure = "overload"\n')
+    start_daemon()
+    code, out, _ = run_cli("decide", "ok?")
+    assert code == 1 and out[0]["status"] == "error" and out[0]["error"]["code"] == "provider_error"
+    assert route(out[0])["outcome"] == "ok"
+
+
+def test_provider_flag_is_passed_to_the_daemon(write_config, start_daemon):
+    write_config(MOCK_CONFIG)
+    start_daemon()
+    code, out, _ = run_cli("decide", "ok?", "--provider", "second")
+    assert code == 0 and out[0]["provider"] == "second" and out[0]["decision"] == "no"
+    assert out[0]["attempts"][1:] and [a["provider"] for a in out[0]["attempts"][1:]] == ["second"]
+    assert route(out[0])["outcome"] == "ok"
+    code, out, _ = run_cli("decide", "ok?", "--provider", "nosuch")
+    assert code == 2 and "--provider: unknown provider 'nosuch'" in out[0]["error"]["message"]
+
+
+def test_an_environment_override_runs_in_process_and_says_so(write_config, start_daemon):
+    write_config(MOCK_CONFIG)
+    daemon = start_daemon()
+    code, out, _ = run_cli("decide", "ok?", env={"SYSTEM1_MIN_CONFIDENCE": "0.95"})
+    assert code == 0 and out[0]["status"] == "abstained"  # the override applied: mock confidence is 0.9
+    assert route(out[0])["outcome"] == "skipped" and "in-process" in route(out[0])["detail"]
+    assert f"pid {daemon.pid}" in route(out[0])["detail"]
+
+
+def test_no_daemon_runs_in_process_as_before(write_config):
+    write_config(MOCK_CONFIG)
+    code, out, _ = run_cli("decide", "ok?")
+    assert code == 0 and route(out[0]) == {} and out[0]["attempts"][0]["provider"] == "first"
+
+
+def test_a_stale_port_file_costs_under_100_ms(write_config):
+    """A port file left by a daemon killed with -9: the client sees the dead pid and answers
+    in-process; the check itself is measured in-process (a subprocess's wall time on a shared
+    machine would measure the machine)."""
+    from system1_gateway import client
+
+    write_config(MOCK_CONFIG)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    record = {"pid": dead.pid, "host": "127.0.0.1", "port": 9, "url": "http://127.0.0.1:9",
+              "fingerprint": daemon_files.fingerprint(), "version": "0", "started": time.time()}
+    daemon_files.write_private(daemon_files.port_path(), json.dumps(record))
+    t0 = time.perf_counter()
+    routed = client.ask("/v1/decide", {"question": "ok?"}, autostart=False)
+    extra = time.perf_counter() - t0
+    assert routed.result is None and routed.note is None and extra < 0.1, extra
+    code, out, _ = run_cli("decide", "ok?")
+    assert code == 0 and route(out[0]) == {} and out[0]["provider"] == "first"
+
+
+def test_a_live_pid_with_a_closed_port_falls_back_quickly(write_config):
+    """The pid is alive (reused by another process) but nothing listens: refused at once."""
+    from system1_gateway import client
+
+    write_config(MOCK_CONFIG)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        record = {"pid": sleeper.pid, "host": "127.0.0.1", "port": 9, "url": "http://127.0.0.1:9",
+                  "fingerprint": daemon_files.fingerprint(), "version": "0", "started": time.time()}
+        daemon_files.write_private(daemon_files.port_path(), json.dumps(record))
+        t0 = time.perf_counter()
+        routed = client.ask("/v1/decide", {"question": "ok?"}, autostart=False)
+        extra = time.perf_counter() - t0
+        assert routed.result is None and routed.note["outcome"] == "error" and extra < 0.1, extra
+        code, out, _ = run_cli("decide", "ok?")
+        assert code == 0 and route(out[0])["outcome"] == "error" and out[0]["provider"] == "first"
+        assert "answered in-process" in route(out[0])["detail"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
