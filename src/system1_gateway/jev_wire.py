@@ -294,18 +294,18 @@ def score_confidence(probabilities: list[float]) -> float:
 
 def _answer(answer: dict[str, Any], question: Any) -> dict[str, Any] | None:
     kind = answer["type"]
+    if kind not in ("noul", "choice", "score"):
+        return None  # a refusal: the Jev wire has no "no answer", and a faked value would lie
     if kind == "noul":
         return {"type": "noul", "noul": float(answer["p_true"])}
     probs = {str(k): float(v) for k, v in answer["probabilities"].items()}
     if kind == "choice":
         return {"type": "choice", "choice": answer["choice"], "probabilities": probs,
                 "confidence": choice_confidence(list(probs.values()))}
-    if kind == "score":
-        ordered = [probs[str(i)] for i in range(len(probs))]
-        return {"type": "score", "score": float(answer["score"]),
-                "legend": {str(i): text for i, text in enumerate(question.criteria)},
-                "probabilities": probs, "confidence": score_confidence(ordered)}
-    return None  # a refusal: the Jev wire has no "no answer", and a faked value would lie
+    ordered = [probs[str(i)] for i in range(len(probs))]
+    return {"type": "score", "score": float(answer["score"]),
+            "legend": {str(i): text for i, text in enumerate(question.criteria)},
+            "probabilities": probs, "confidence": score_confidence(ordered)}
 
 
 def _header(text: str) -> str:
