@@ -59,7 +59,7 @@ def test_healthy_engine_answers_every_type(write_config, engine):
 # mode → (attempt outcome, cooling seconds or None, words in the detail)
 MATRIX = {
     "hang": ("timeout", None, "no answer within"),
-    "drip": ("timeout", None, "within"),  # the core's wait or the adapter's own body deadline
+    "drip": ("timeout", None, "body still arriving"),  # the adapter bounds every socket read by the deadline
     "429": ("error", 7, "HTTP 429"),
     "529": ("error", 4.5, "HTTP 529: overloaded"),
     "503": ("error", 30, "HTTP 503: model loading"),

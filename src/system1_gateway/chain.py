@@ -1,7 +1,9 @@
 """The waterfall (SPEC §3): one request walks the rungs under one deadline.
 
 `Rungs` owns the provider instances (built once from the config, or injected by tests and
-benchmarks); `Chain.run` walks them: cooling and key-less rungs are passed over, each attempt
+benchmarks) and their loading: a rung whose engine must load its models first (the embedded
+one) is waited for within a separate load budget, before the request's deadline starts, so
+the first call after install is not a timeout. `Chain.run` walks them: cooling and key-less rungs are passed over, each attempt
 gets a fair share of what is left of the deadline, and `_attempt` is the one place where
 what a provider raised becomes an outcome (like httpx's single exception-mapping point):
 
@@ -69,6 +71,8 @@ class Rungs:
         self._built: dict[str, BaseProvider] = {}
         self._build = build
         self._lock = threading.Lock()
+        self._loads: dict[str, _Load] = {}
+        self._loaded: set[str] = set()
 
     def get(self, name: str) -> BaseProvider:
         """The rung's provider; any failure to build it is a ConfigError naming the rung."""
@@ -85,6 +89,30 @@ class Rungs:
                     raise ConfigError(f"[providers.{name}] cannot be built ({type(exc).__name__}: "
                                       f"{str(exc)[:200]})") from None
             return self._built[name]
+
+    def load(self, name: str, wait_s: float) -> tuple[float, bool]:
+        """Load the rung's engine (its `warm()`) once per process, shared by every caller;
+        wait for it at most `wait_s`. Returns (seconds waited, finished). Never raises: a
+        rung that cannot be built or loaded is reported by its attempt."""
+        if name in self._loaded:
+            return 0.0, True
+        with self._lock:
+            job = self._loads.get(name)
+        if job is None:
+            try:
+                provider = self.get(name)
+            except GatewayError:
+                return 0.0, True
+            if type(provider).warm is BaseProvider.warm:  # nothing to load (HTTP engines)
+                self._loaded.add(name)
+                return 0.0, True
+            with self._lock:
+                job = self._loads.setdefault(name, _Load(name, provider))
+        t0 = time.perf_counter()
+        finished = job.done.wait(max(0.0, wait_s))
+        if finished:
+            self._loaded.add(name)
+        return time.perf_counter() - t0, finished
 
     def not_ready(self, name: str) -> str | None:
         """Why the rung may not start — no billing consent, no key here — or None (a rung
@@ -109,6 +137,26 @@ class Rungs:
                 log.debug("closing %s failed", getattr(provider, "name", "?"), exc_info=True)
 
 
+class _Load:
+    """One engine load on its own thread (a request that stops waiting does not stop it)."""
+
+    def __init__(self, name: str, provider: BaseProvider):
+        self.done = threading.Event()
+        threading.Thread(target=self._run, args=(name, provider), name=f"system1-load-{name}", daemon=True).start()
+
+    def _run(self, name: str, provider: BaseProvider) -> None:
+        t0 = time.perf_counter()
+        try:
+            provider.warm()
+            log.info("rung %s loaded in %.1f s", name, time.perf_counter() - t0)
+        except GatewayError as exc:
+            log.warning("loading rung %s failed: %s", name, exc.message)
+        except Exception as exc:  # noqa: BLE001 - e.g. a model file that will not load
+            log.warning("loading rung %s failed (%s): %s", name, type(exc).__name__, exc)
+        finally:
+            self.done.set()
+
+
 @dataclass
 class Outcome:
     """What one walk of the chain produced: answers from a winning rung, or an error."""
@@ -122,10 +170,11 @@ class Outcome:
 
 
 class Chain:
-    def __init__(self, rungs: Rungs, cooldowns: CooldownStore, timeout_s: float):
+    def __init__(self, rungs: Rungs, cooldowns: CooldownStore, timeout_s: float, load_budget_s: float = 60.0):
         self.rungs = rungs
         self.cooldowns = cooldowns
         self.timeout_s = timeout_s
+        self.load_budget_s = load_budget_s
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -145,6 +194,7 @@ class Chain:
     def run(self, request: JudgeRequest, chain: list[str], threshold: float, deadline_s: float,
             started: float) -> Outcome:
         deadline = started + deadline_s
+        load_until = time.perf_counter() + self.load_budget_s
         out = Outcome()
         last: GatewayError | None = None
         cooling: list[Cooling] = []
@@ -164,6 +214,15 @@ class Chain:
                 last = GatewayError(f"{name}: {blocked}", PROVIDER_ERROR)
                 if blocked.startswith("no billing consent"):
                     notice(f"consent:{name}", "rung %s skipped: %s", name, blocked, shared=self.cooldowns)
+                queue.pop(0)
+                continue
+            waited, loaded = self.rungs.load(name, load_until - time.perf_counter())
+            deadline += waited  # loading is charged to the load budget, never to the deadline
+            if not loaded:
+                out.attempts.append(_record(name, "timeout", None, f"still loading its models after the load "
+                                                                   f"budget of {self.load_budget_s:g} s"))
+                last = ProviderTimeout(f"{name}: still loading its models after {self.load_budget_s:g} s "
+                                       f"([serve] load_budget_s)")
                 queue.pop(0)
                 continue
             remaining = deadline - time.perf_counter()
@@ -203,7 +262,8 @@ class Chain:
                 continue
             if state is True and self.cooldowns.recovered(name):
                 notice(f"recovered:{name}", "rung %s recovered", name, shared=self.cooldowns)
-            out.attempts.append(_record(name, "ok", t0, None))
+            out.attempts.append(_record(name, "ok", t0, f"models loaded in {waited:.1f} s first (load budget, "
+                                                         f"outside the deadline)" if waited >= 0.05 else None))
             out.answers, out.provider, out.model = answers, name, reply.model
             out.usage = _add_usage(out.usage, reply.usage)
             return out

@@ -49,7 +49,8 @@ class Gateway:
         self.config_error = config_error
         self.cooldowns = CooldownStore()
         self.rungs = Rungs(self.config, providers)
-        self._chain = Chain(self.rungs, self.cooldowns, self.config.gateway.timeout_s)
+        self._chain = Chain(self.rungs, self.cooldowns, self.config.gateway.timeout_s,
+                            self.config.serve.load_budget_s)
 
     @classmethod
     def from_environment(cls) -> "Gateway":
@@ -81,18 +82,23 @@ class Gateway:
         return self.rungs.get(name)
 
     def warm(self, provider: str | None = None) -> None:
-        """Load the first rung's models now (a one-shot CLI wants its answer, not a timeout).
-        Never raises: whatever fails here is reported properly by the request that follows."""
+        """Load the first rung's models now and wait for them (at most the load budget), as
+        a daemon or an MCP server does at start. Requests share the same load: one arriving
+        meanwhile waits for it before its deadline starts. Never raises: whatever fails here
+        is reported by the request that follows."""
         try:
-            first = self.rung(self.chain(provider)[0])
+            first = self.chain(provider)[0]
         except GatewayError:
             return
+        self.rungs.load(first, self.config.serve.load_budget_s)
+
+    def ready(self, provider: str | None = None) -> bool:
+        """True once the first rung's engine has loaded (or needs no loading)."""
         try:
-            first.warm()
-        except GatewayError as exc:
-            log.warning("warm-up of %s failed: %s", first.name, exc.message)
-        except Exception as exc:  # noqa: BLE001 - e.g. a model file that will not load
-            log.warning("warm-up of %s failed (%s): %s", first.name, type(exc).__name__, exc)
+            first = self.chain(provider)[0]
+        except GatewayError:
+            return True
+        return self.rungs.load(first, 0.0)[1]
 
     # -- judge ----------------------------------------------------------------------------
     def judge(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:

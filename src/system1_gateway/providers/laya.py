@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import unicodedata
 from typing import Any, ClassVar, Literal
 
@@ -29,6 +30,7 @@ from ..errors import MalformedAnswer, ProviderFailure
 from ..model import JudgeRequest
 from ..render import render
 from .base import Health, Limits, Reply, parse_settings
+from .deadline_http import within
 from .systemone import SystemOneProvider, SystemOneSettings
 
 KEY_ENV = "SYSTEM1_LAYA_API_KEY"
@@ -106,8 +108,10 @@ class LayaProvider(SystemOneProvider):
         return json.dumps({"model": model, "state": request.state, "questions": questions}).encode()
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
-        self.flavour(min(timeout_s, 2.0))
-        return super().judge(request, timeout_s)
+        started = time.monotonic()
+        with within(started + timeout_s):  # the probe shares the attempt's deadline
+            self.flavour(min(timeout_s, 2.0))
+        return super().judge(request, timeout_s - (time.monotonic() - started))
 
     def _reply(self, request: JudgeRequest, body: dict[str, Any]) -> Reply:
         pinned = self.settings.model

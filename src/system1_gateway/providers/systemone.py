@@ -9,7 +9,9 @@ the attempt's time → timeout (no cooling); a body that is not a valid answer �
 cooling); the key variable unset → the rung is skipped, not cooled.
 
 The adapter never retries; the whole exchange, body included, is bounded by the attempt's
-timeout (a slow-drip body is cut at the deadline). Loopback endpoints bypass system proxies;
+timeout: every socket operation waits at most until the deadline (deadline_http.py), so the
+chain runs the attempt inline, without a worker thread (a slow-drip body is cut at the
+deadline). Loopback endpoints bypass system proxies;
 other hosts are refused unless `allow_remote = true`. The bearer key comes only from the
 environment variable named by `api_key_env` and never appears in errors or logs.
 """
@@ -30,6 +32,7 @@ from ..config import CREDENTIAL_KEYS as SECRET_KEYS
 from ..errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from .base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
+from .deadline_http import clamp, is_clamped, within
 from .failures import classify, error_message
 
 __all__ = ["SystemOneProvider", "SystemOneSettings", "error_message", "is_loopback"]
@@ -90,6 +93,13 @@ class SystemOneProvider(BaseProvider):
         self.limits = Limits(max_options=self.settings.max_options)
         # Local calls bypass system proxies (trust_env=False); remote ones honour them.
         self._client = httpx.Client(trust_env=not self.local, follow_redirects=False)
+        clamp(self._client)
+
+    @property
+    def self_timed(self) -> bool:  # type: ignore[override]
+        """Inline (no worker thread) while the client's sockets are deadline-bounded; a client
+        swapped for one this module cannot bound (tests' mock transports) runs on a thread."""
+        return is_clamped(self._client)
 
     def _parse(self, name: str, settings: dict[str, Any]) -> Any:
         return parse_settings(SystemOneSettings, name, settings)
@@ -137,9 +147,10 @@ class SystemOneProvider(BaseProvider):
         deadline = time.monotonic() + timeout_s
         timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0))
         body, extra = self._encode(body)
+        resp = None
         try:
-            with self._client.stream("POST", url or self.url, content=body, headers={**self._headers(), **extra},
-                                     timeout=timeout) as resp:
+            with within(deadline), self._client.stream("POST", url or self.url, content=body,
+                                                       headers={**self._headers(), **extra}, timeout=timeout) as resp:
                 chunks = []
                 for chunk in resp.iter_bytes():
                     chunks.append(chunk)
@@ -150,6 +161,8 @@ class SystemOneProvider(BaseProvider):
                 httpx.WriteError, httpx.PoolTimeout) as exc:
             raise ProviderFailure(f"{self.name}: transport failure ({type(exc).__name__})", kind="transport") from None
         except (httpx.ReadTimeout, httpx.WriteTimeout):
+            if resp is not None:  # a slow-drip body, cut at the deadline
+                raise ProviderTimeout(f"{self.name}: body still arriving after {timeout_s:.2f} s") from None
             raise ProviderTimeout(f"{self.name}: no answer within {timeout_s:.2f} s") from None
         except httpx.HTTPError as exc:  # anything else httpx raises (bad header, decoding, …)
             raise ProviderFailure(f"{self.name}: HTTP exchange failed ({type(exc).__name__})", kind="transport") from None

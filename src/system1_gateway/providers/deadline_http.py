@@ -1,0 +1,114 @@
+"""httpx clients whose every socket operation ends by the attempt's deadline.
+
+httpx times each operation (connect, each read, each write) on its own, so an engine that
+drips one byte per read timeout keeps a request alive indefinitely. The chain used to bound
+HTTP attempts by running them on a worker thread and abandoning it at the deadline; that
+hand-off (a thread wake-up on each side) cost more than the gateway's whole in-process work.
+
+Here the deadline lives in the network layer instead: `clamp(client)` wraps the httpcore
+network backend of each of the client's transports, and every connect, TLS handshake, read
+and write waits at most until the deadline set by `within(deadline)` for the calling thread
+(a `time.monotonic()` value). Past it the operation raises httpcore's timeout, which httpx
+maps to its own (`ConnectTimeout` / `ReadTimeout` / `WriteTimeout`). The attempt then runs
+inline on the caller's thread. Pooled connections keep their wrapper, so each request is
+bounded by its own deadline.
+
+Not bounded: DNS resolution of a host name (inside `socket.create_connection`); loopback
+and IP endpoints have none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any, Iterator
+
+import httpcore
+import httpx
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def within(deadline: float) -> Iterator[None]:
+    """Bound every socket operation of this thread's clamped clients by `deadline`."""
+    previous = getattr(_local, "deadline", None)
+    _local.deadline = deadline if previous is None else min(previous, deadline)
+    try:
+        yield
+    finally:
+        _local.deadline = previous
+
+
+def _clamp(timeout: float | None, error: type[Exception]) -> float | None:
+    deadline = getattr(_local, "deadline", None)
+    if deadline is None:
+        return timeout
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise error("the attempt's deadline has passed")
+    return remaining if timeout is None else min(timeout, remaining)
+
+
+class _Stream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream):
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _clamp(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _clamp(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _Stream(self._inner.start_tls(ssl_context, server_hostname, _clamp(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _Backend(httpcore.NetworkBackend):
+    def __init__(self, inner: httpcore.NetworkBackend):
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        return _Stream(self._inner.connect_tcp(host, port, _clamp(timeout, httpcore.ConnectTimeout),
+                                               local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        return _Stream(self._inner.connect_unix_socket(path, _clamp(timeout, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _pools(client: httpx.Client) -> list[Any]:
+    transports = [client._transport, *client._mounts.values()]  # noqa: SLF001 - see the module note
+    return [getattr(t, "_pool", None) for t in transports if t is not None]
+
+
+def is_clamped(client: httpx.Client) -> bool:
+    """True when every transport of `client` is bounded by `within` (cheap: an attempt asks)."""
+    pools = _pools(client)
+    return bool(pools) and all(isinstance(getattr(p, "_network_backend", None), _Backend) for p in pools)
+
+
+def clamp(client: httpx.Client) -> bool:
+    """Install the deadline on every transport of `client` (its default one and the proxy
+    mounts). False when a transport is not an httpcore pool this module knows how to wrap
+    (e.g. a mock transport, or httpx internals that changed): the caller must then bound
+    its calls another way."""
+    pools = _pools(client)
+    if not pools or any(not hasattr(pool, "_network_backend") for pool in pools):
+        return False
+    for pool in pools:
+        if not isinstance(pool._network_backend, _Backend):  # noqa: SLF001
+            pool._network_backend = _Backend(pool._network_backend)  # noqa: SLF001
+    return True
