@@ -422,3 +422,17 @@ def test_generated_bodies_never_get_a_5xx(client, body):
         jev_wire.JevResponse.model_validate(resp.json())
     else:
         jev_wire.JevValidationError.model_validate(resp.json())
+
+
+def test_the_serve_app_includes_the_jev_wire(mock_gateway):
+    from system1_gateway.http_server import create_app
+
+    gateway = mock_gateway()
+    with TestClient(create_app(gateway)) as c:
+        resp = c.post("/v1/systemone", json=jev_body())
+        models = c.get("/v1/models")
+        metrics = c.get("/metrics").text
+    gateway.close()
+    assert resp.status_code == 200 and jev_wire.JevResponse.model_validate(resp.json())
+    assert models.status_code == 200 and models.json()["models"][0]["name"] == "jev-latest"
+    assert 'face="jev"' in metrics
