@@ -181,7 +181,10 @@ def _probe(timeout_s: float = 1.0) -> tuple[dict[str, Any] | None, dict[str, Any
     record = read_port()
     if record is None or not pid_alive(record["pid"]):
         return record, None
-    return record, healthz(record["url"], timeout_s)
+    health = healthz(record["url"], timeout_s)
+    if health is not None and health.get("pid", record["pid"]) != record["pid"]:
+        return record, None  # another process (another user's daemon?) now has that port
+    return record, health
 
 
 def _describe(record: dict[str, Any], health: dict[str, Any] | None) -> dict[str, Any]:
@@ -225,7 +228,7 @@ def status() -> dict[str, Any]:
     result: dict[str, Any] = {"running": False, "state": "stopped", "log": str(log_path()),
                               "port_file": str(port_path())}
     if not held:
-        if record is not None or pid_path().exists():
+        if port_path().exists() or pid_path().exists():
             result["stale_files"] = True  # left by a crash; the next start replaces them
         return result
     if record is None or not pid_alive(record["pid"]):
@@ -245,13 +248,23 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
+def _exited(pid: int) -> bool:
+    """The process is gone (a zombie counts: it has exited and released everything)."""
+    if not pid_alive(pid):
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _wait_gone(pid: int, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not lock_held() or not pid_alive(pid):
+        if _exited(pid):
             return True
         time.sleep(0.05)
-    return not lock_held() or not pid_alive(pid)
+    return _exited(pid)
 
 
 def stop(timeout_s: float = STOP_TIMEOUT_S) -> dict[str, Any]:

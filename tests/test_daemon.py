@@ -1,0 +1,352 @@
+"""The daemon lifecycle with real processes: `system1 daemon start|stop|status|restart|run`.
+
+Every daemon here serves the mock rung (no model loads) on a free port (SYSTEM1_SERVE_PORT=0)
+in the test's own state dir, and the `daemons` fixture stops every one it saw, whatever the
+test did.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from system1_gateway import daemon, daemon_files
+
+from conftest import run_cli
+
+LINUX = sys.platform.startswith("linux") and Path("/proc/self/environ").exists()
+
+
+def _post(url: str, path: str, payload: dict, timeout: float = 30.0) -> dict:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        conn.request("POST", path, json.dumps(payload), {"Content-Type": "application/json"})
+        return json.loads(conn.getresponse().read())
+    finally:
+        conn.close()
+
+
+def _wait(predicate, timeout: float = 15.0, step: float = 0.05) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+def _daemon_processes(state_dir: Path) -> list[int]:
+    """Pids of `daemon run` processes serving this state dir (Linux /proc)."""
+    found = []
+    marker = f"SYSTEM1_STATE_DIR={state_dir}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            env = (entry / "environ").read_bytes().split(b"\0")
+            zombie = (entry / "stat").read_text().split(")")[-1].split()[0] == "Z"
+        except OSError:
+            continue
+        if b"daemon" in argv and b"run" in argv and marker in env and not zombie:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def daemons(monkeypatch):
+    """Mock rung, free port; records every daemon pid it is shown and ends them all after."""
+    monkeypatch.setenv("SYSTEM1_PROVIDER", "mock")
+    monkeypatch.setenv("SYSTEM1_SERVE_PORT", "0")
+    seen: set[int] = set()
+
+    def track(pid: int | None) -> int | None:
+        if pid:
+            seen.add(pid)
+        return pid
+
+    yield track
+    record = daemon_files.read_port()
+    if record:
+        seen.add(record["pid"])
+    daemon.stop(timeout_s=5)
+    for pid in seen:
+        if daemon_files.pid_alive(pid) and daemon._looks_like_daemon(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _start(track, *extra_env: tuple[str, str]) -> dict:
+    code, out, err = run_cli("daemon", "start", env=dict(extra_env))
+    assert len(out) == 1, err
+    track(out[0].get("pid"))
+    assert code == 0 and out[0]["status"] in ("started", "running"), out[0]
+    return out[0]
+
+
+def test_status_start_status_stop_status(daemons):
+    code, out, _ = run_cli("daemon", "status")
+    assert code == 0 and out[0]["running"] is False and out[0]["state"] == "stopped"
+
+    started = _start(daemons)
+    assert started["status"] == "started" and started["health"] in ("ok", "loading")
+    assert started["url"].startswith("http://127.0.0.1:") and started["fingerprint_matches"] is True
+
+    proc = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "daemon", "status", "--pretty"],
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    status = json.loads(proc.stdout)
+    assert proc.returncode == 0 and proc.stdout.count("\n") > 5  # --pretty indents
+    assert status["running"] is True and status["state"] == "running"
+    assert status["pid"] == started["pid"] and status["url"] == started["url"]
+    assert status["uptime_s"] >= 0 and status["fingerprint_matches"] is True
+    assert status["log"] == str(daemon_files.log_path())
+
+    # Another caller's settings (an environment override) are not this daemon's.
+    code, out, _ = run_cli("daemon", "status", env={"SYSTEM1_MOCK_LATENCY_MS": "7"})
+    assert out[0]["running"] is True and out[0]["fingerprint_matches"] is False
+
+    code, out, _ = run_cli("daemon", "stop")
+    assert code == 0 and out[0]["stopped"] is True and out[0]["graceful"] is True
+    assert not daemon_files.pid_alive(started["pid"]) or not daemon._looks_like_daemon(started["pid"])
+    assert not daemon_files.port_path().exists() and not daemon_files.pid_path().exists()
+    code, out, _ = run_cli("daemon", "status")
+    assert out[0]["running"] is False and "stale_files" not in out[0]
+
+
+def test_port_file_is_private_and_describes_the_daemon(daemons):
+    started = _start(daemons)
+    directory = daemon_files.daemon_dir()
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    for path in (daemon_files.port_path(), daemon_files.pid_path(), daemon_files.lock_path()):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    record = daemon_files.read_port()
+    assert record["pid"] == started["pid"] and record["fingerprint"] == daemon_files.fingerprint()
+    assert record["url"] == f"http://127.0.0.1:{record['port']}" and record["host"] == "127.0.0.1"
+    assert daemon_files.pid_path().read_text().strip() == str(started["pid"])
+    health = daemon.healthz(record["url"])
+    assert health["pid"] == started["pid"]
+
+
+def test_the_daemon_answers_with_the_callers_chain(daemons):
+    started = _start(daemons)
+    answer = _post(started["url"], "/v1/decide", {"question": "Is `ls` destructive?"})
+    assert answer["status"] == "decided" and answer["provider"] == "mock"
+
+
+@pytest.mark.skipif(not LINUX, reason="counts processes through /proc")
+def test_concurrent_starts_make_one_daemon(daemons, isolated_env):
+    env = {**os.environ}
+    procs = [subprocess.Popen([sys.executable, "-m", "system1_gateway.cli", "daemon", "start"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+    pids = {daemons(result["pid"]) for result in results}
+    assert len(pids) == 1, results
+    assert sorted(result["status"] for result in results).count("started") <= 1
+    state = Path(os.environ["SYSTEM1_STATE_DIR"])
+    time.sleep(0.5)  # a loser spawned by a racing start would still be alive now
+    assert _daemon_processes(state) == list(pids)
+
+
+def test_kill_9_then_start_replaces_the_stale_files(daemons):
+    first = _start(daemons)
+    os.kill(first["pid"], signal.SIGKILL)
+    assert _wait(lambda: not daemon.lock_held())
+    code, out, _ = run_cli("daemon", "status")
+    assert out[0]["running"] is False and out[0]["stale_files"] is True
+
+    second = _start(daemons)
+    assert second["status"] == "started" and second["pid"] != first["pid"]
+    assert set(second["stale_files_replaced"]) == {"daemon.port", "daemon.pid"}
+    assert daemon_files.read_port()["pid"] == second["pid"]
+    assert daemon.healthz(second["url"])["pid"] == second["pid"]
+
+
+def test_a_garbled_port_file_is_absent(daemons):
+    daemon_files.daemon_dir().mkdir(mode=0o700, parents=True)
+    daemon_files.port_path().write_text('{"pid": 1, "port": "not a number"')
+    assert daemon_files.read_port() is None
+    code, out, _ = run_cli("daemon", "status")
+    assert code == 0 and out[0]["running"] is False and out[0]["stale_files"] is True
+    started = _start(daemons)
+    assert started["status"] == "started" and "daemon.port" in started["stale_files_replaced"]
+    assert daemon_files.read_port()["pid"] == started["pid"]
+
+
+def test_stop_lets_an_in_flight_request_finish(daemons):
+    started = _start(daemons, ("SYSTEM1_MOCK_LATENCY_MS", "1500"))
+    answers: list[dict] = []
+    slow = threading.Thread(target=lambda: answers.append(
+        _post(started["url"], "/v1/decide", {"question": "Is `ls` destructive?"})))
+    slow.start()
+    time.sleep(0.5)  # the request is in flight
+    t0 = time.monotonic()
+    code, out, _ = run_cli("daemon", "stop", env={"SYSTEM1_MOCK_LATENCY_MS": "1500"})
+    slow.join(30)
+    assert code == 0 and out[0]["stopped"] is True and out[0]["graceful"] is True
+    assert answers and answers[0]["status"] == "decided", answers
+    assert time.monotonic() - t0 >= 0.5  # stop waited for the request rather than cutting it off
+    assert not daemon_files.port_path().exists()
+
+
+def test_idle_exit_is_a_clean_exit_that_removes_the_files(daemons):
+    env = {**os.environ, "SYSTEM1_SERVE_IDLE_EXIT_MIN": "0.02"}  # 1.2 s
+    proc = subprocess.Popen([sys.executable, "-I", "-m", "system1_gateway.cli", "daemon", "run"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    daemons(proc.pid)
+    try:
+        assert _wait(lambda: (daemon_files.read_port() or {}).get("pid") == proc.pid)
+        record = daemon_files.read_port()
+        assert daemon.healthz(record["url"]) is not None  # probes do not count as use
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert json.loads(out.splitlines()[-1]) == {"status": "exited", "reason": "idle for 0.02 min", "exit_code": 0}
+    assert "no request for 0.02 min" in err
+    assert not daemon_files.port_path().exists() and not daemon_files.pid_path().exists()
+    assert not daemon.lock_held()
+
+
+def test_a_request_postpones_the_idle_exit(daemons):
+    started = _start(daemons, ("SYSTEM1_SERVE_IDLE_EXIT_MIN", "0.03"))  # 1.8 s
+    t0 = time.monotonic()
+    for _ in range(3):
+        time.sleep(1.0)
+        assert _post(started["url"], "/v1/decide", {"question": "Is `ls` destructive?"})["status"] == "decided"
+    assert daemon_files.pid_alive(started["pid"]) and time.monotonic() - t0 > 2.5
+    assert _wait(lambda: not daemon.lock_held(), timeout=20)
+    assert not daemon_files.port_path().exists()
+
+
+def test_start_replaces_a_daemon_with_other_settings_and_autostart_does_not(daemons, monkeypatch):
+    first = _start(daemons)
+    monkeypatch.setenv("SYSTEM1_MOCK_LATENCY_MS", "3")  # other settings from here on
+    monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "1")
+    assert daemon.ensure_running() is None  # never steals the daemon another caller started
+    assert daemon_files.read_port()["pid"] == first["pid"]
+
+    second = daemon.start()
+    daemons(second.get("pid"))
+    assert second["status"] == "started" and second["pid"] != first["pid"]
+    assert second["replaced"]["pid"] == first["pid"] and "other settings" in second["replaced"]["reason"]
+    assert second["fingerprint_matches"] is True
+
+
+def test_ensure_running_starts_detached_then_finds_it(daemons, monkeypatch):
+    monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "1")
+    t0 = time.monotonic()
+    first = daemon.ensure_running()
+    assert first["status"] == "starting" and time.monotonic() - t0 < 2.0  # no wait for readiness
+    daemons(first.get("pid"))
+    assert _wait(lambda: daemon.healthz((daemon_files.read_port() or {"url": ""})["url"]) is not None, 30)
+    again = daemon.ensure_running()
+    assert again["status"] == "running" and again["pid"] == first["pid"]
+
+
+def test_ensure_running_respects_autostart_off(daemons, monkeypatch, write_config):
+    monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "0")
+    assert daemon.ensure_running() is None
+    monkeypatch.delenv("SYSTEM1_SERVE_AUTOSTART")
+    write_config("[serve]\nautostart = false\n")
+    assert daemon.ensure_running() is None
+    assert not daemon.lock_held() and daemon_files.read_port() is None
+
+
+def test_autostart_setting_is_read_without_pydantic(monkeypatch, write_config):
+    assert daemon.autostart_enabled({}) is True
+    assert daemon.autostart_enabled({"SYSTEM1_SERVE_AUTOSTART": "off"}) is False
+    assert daemon.autostart_enabled({"SYSTEM1_SERVE_AUTOSTART": "yes"}) is True
+    write_config("[serve]\nautostart = false\n")
+    assert daemon.autostart_enabled({}) is False
+    assert daemon.autostart_enabled({"SYSTEM1_SERVE_AUTOSTART": "1"}) is True
+    write_config("[serve\nautostart = ")  # broken: the in-process path reports it; no autostart
+    assert daemon.autostart_enabled({}) is False
+
+
+def test_ensure_running_with_a_daemon_up_imports_the_stdlib_only(daemons):
+    _start(daemons)
+    probe = ("import json, sys; from system1_gateway import daemon; r = daemon.ensure_running(); "
+             "print(json.dumps({'status': r and r['status'], 'heavy': [m for m in "
+             "('pydantic', 'fastapi', 'uvicorn', 'mcp', 'httpx', 'numpy') if m in sys.modules]}))")
+    proc = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "SYSTEM1_SERVE_AUTOSTART": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"status": "running", "heavy": []}
+
+
+def test_a_taken_port_falls_back_to_a_free_one(daemons, monkeypatch):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        monkeypatch.setenv("SYSTEM1_SERVE_PORT", str(taken))
+        started = _start(daemons)
+        record = daemon_files.read_port()
+        assert record["port"] != taken and started["url"].endswith(f":{record['port']}")
+        assert f"port {taken} on 127.0.0.1 is taken" in daemon_files.log_path().read_text()
+
+
+def test_run_while_a_daemon_serves_exits_0_without_serving(daemons):
+    started = _start(daemons)
+    proc = subprocess.run([sys.executable, "-I", "-m", "system1_gateway.cli", "daemon", "run"],
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 0 and result["already_running"] is True and result["pid"] == started["pid"]
+    assert daemon_files.read_port()["pid"] == started["pid"]  # the serving daemon's files are untouched
+
+
+def test_restart_gives_a_new_daemon(daemons):
+    first = _start(daemons)
+    code, out, _ = run_cli("daemon", "restart")
+    daemons(out[0].get("pid"))
+    assert code == 0 and out[0]["status"] == "started" and out[0]["pid"] != first["pid"]
+    assert out[0]["stop"]["stopped"] is True and out[0]["stop"]["pid"] == first["pid"]
+
+
+def test_stop_without_a_daemon_cleans_stale_files(daemons):
+    code, out, _ = run_cli("daemon", "stop")
+    assert code == 0 and out[0] == {"stopped": False, "running": False, "detail": "no daemon is running"}
+    daemon_files.write_private(daemon_files.pid_path(), "999999\n")
+    code, out, _ = run_cli("daemon", "stop")
+    assert code == 0 and out[0]["stale_files_removed"] == ["daemon.pid"]
+    assert not daemon_files.pid_path().exists()
+
+
+def test_a_daemon_that_cannot_serve_is_reported_with_its_log(daemons, monkeypatch):
+    monkeypatch.setenv("SYSTEM1_SERVE_HOST", "0.0.0.0")  # no bearer key: the server refuses (exit 2)
+    code, out, _ = run_cli("daemon", "start")
+    assert code == 1 and out[0]["status"] == "failed"
+    assert "exited with code 2" in out[0]["error"]["message"]
+    assert any("refusing to bind 0.0.0.0" in line for line in out[0]["log_tail"])
+    assert not daemon.lock_held()
+
+
+def test_apply_is_only_for_login_units():
+    code, out, _ = run_cli("daemon", "status", "--apply")
+    assert code == 2 and out[0]["error"]["code"] == "invalid_request"
+    assert out[0]["error"]["message"].startswith("--apply:")
+
+
+def test_the_log_is_rotated_at_start(daemons):
+    daemon_files.daemon_dir().mkdir(mode=0o700, parents=True)
+    daemon_files.log_path().write_bytes(b"x" * (daemon.LOG_MAX_BYTES + 1))
+    _start(daemons)
+    rotated = daemon_files.log_path().with_name("daemon.log.1")
+    assert rotated.stat().st_size == daemon.LOG_MAX_BYTES + 1
+    assert daemon_files.log_path().stat().st_size < 10_000
