@@ -282,6 +282,7 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, allowed_hosts: A
     """The ASGI app. `allowed_hosts`: the Host header values accepted (None: any; `Serving`
     passes the loopback names with the bound port). `mcp_server`: an already built MCP
     server to mount at /mcp (default: `mcp_server.build_server` on this gateway)."""
+    from .jev_wire import router as jev_router
     from .mcp_server import build_server
 
     hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
@@ -308,12 +309,7 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, allowed_hosts: A
     app.state.activity = Activity()
     app.state.stopping = asyncio.Event()
     _add_routes(app)
-    try:
-        from .jev_wire import router as jev_router
-    except ImportError:  # the Jev wire lands separately (issue 10); the rest works without it
-        log.debug("jev_wire not available: /v1/systemone and /v1/models are not served")
-    else:
-        app.include_router(jev_router)
+    app.include_router(jev_router)
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions), include_in_schema=False))
     app.add_exception_handler(StarletteHTTPException, _http_exception)
     app.add_exception_handler(RequestValidationError, _validation_exception)
