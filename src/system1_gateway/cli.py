@@ -205,15 +205,7 @@ class _Answerer:
             if self.fast else client.Routed()
         if routed.result is not None:
             return routed.result
-        gateway = self.gateway()
-        run = gateway.decide if self.kind == "decide" else gateway.judge
-        if routed.remaining_s is None:
-            result = run(payload, provider=self.provider)
-        else:  # the daemon failed mid-call: what is left of the deadline, not a fresh one
-            result = _within(gateway, run, payload, self.provider, routed.remaining_s)
-        if routed.note is not None:
-            result["attempts"].insert(0, routed.note)
-        return result
+        return client.in_process(self.gateway(), self.kind, payload, self.provider, routed)
 
 
 def _known_provider(name: str) -> bool:
@@ -223,22 +215,6 @@ def _known_provider(name: str) -> bool:
 
     kinds = client.peek().kinds or {}
     return kinds.get(name, name) in KINDS
-
-
-def _within(gateway: Any, run: Any, payload: Any, provider: str | None, remaining_s: float) -> dict[str, Any]:
-    """Run with the deadline cut to what is left (a request's own deadline_s included)."""
-    import dataclasses
-
-    left = max(remaining_s, 0.001)  # nothing left: the chain answers deadline_exceeded
-    if isinstance(payload, dict) and isinstance(payload.get("deadline_s"), (int, float)) \
-            and not isinstance(payload.get("deadline_s"), bool) and 0 < payload["deadline_s"] <= 600:
-        payload = {**payload, "deadline_s": min(payload["deadline_s"], left)}
-    config = gateway.config
-    gateway.config = dataclasses.replace(config, gateway=config.gateway.model_copy(update={"deadline_s": left}))
-    try:
-        return run(payload, provider=provider)
-    finally:
-        gateway.config = config
 
 
 def _open_input(path: str) -> BinaryIO:

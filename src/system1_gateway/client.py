@@ -201,6 +201,15 @@ def _deadline(payload: Any, settings: Settings) -> float:
     return settings.deadline_s
 
 
+def _loading_allowance(daemon: Daemon, settings: Settings) -> float:
+    """Extra wait for a daemon still loading its models (it waits for them before the
+    request's deadline starts, up to the load budget). Only a daemon younger than the load
+    budget can be loading; only then is /healthz asked (one loopback round trip)."""
+    if time.time() - daemon.started >= settings.load_budget_s:
+        return 0.0
+    return settings.load_budget_s if daemon.get("/healthz", CONNECT_TIMEOUT_S).get("status") == "loading" else 0.0
+
+
 def ask(path: str, payload: Any, *, provider: str | None = None, started: float | None = None,
         autostart: bool | None = None) -> Routed:
     """Send one decide/judge to the daemon, within the request's deadline."""
@@ -209,18 +218,16 @@ def ask(path: str, payload: Any, *, provider: str | None = None, started: float 
     deadline_s = _deadline(payload, settings)
     daemon, same = locate(settings)
     if daemon is None and (settings.autostart if autostart is None else autostart):
-        daemon, same = _autostart(settings)
+        daemon, same = start_daemon(settings)
     if daemon is None:
         return Routed()
     if not same:
         return Routed(note=note("skipped", daemon, "runs other settings (an environment override or another "
                                                    "config file); answered in-process"))
-    # A daemon started within its load budget may still be loading: it waits for its models
-    # before the request's deadline starts, so the client waits that long too.
-    loading_s = settings.load_budget_s if time.time() - daemon.started < settings.load_budget_s else 0.0
-    timeout_s = deadline_s + MARGIN_S + loading_s - (time.monotonic() - started)
     t0 = time.monotonic()
     try:
+        loading_s = _loading_allowance(daemon, settings)
+        timeout_s = deadline_s + MARGIN_S + loading_s - (time.monotonic() - started)
         result = daemon.post(path, payload, timeout_s, {"provider": provider} if provider else None)
     except DaemonUnavailable as exc:
         left = deadline_s - (time.monotonic() - started)
@@ -234,7 +241,39 @@ def ask(path: str, payload: Any, *, provider: str | None = None, started: float 
     return Routed(result=result)
 
 
-def _autostart(settings: Settings) -> tuple[Daemon | None, bool]:
+def in_process(gateway: Any, kind: str, payload: Any, provider: str | None, routed: Routed) -> dict[str, Any]:
+    """Answer with an in-process Gateway after `ask` found no usable daemon: within what is
+    left of the deadline when the daemon failed mid-call, with `routed.note` as the first
+    attempt. (Duck-typed: this module never imports the core.)"""
+    if routed.remaining_s is None:
+        result = (gateway.decide if kind == "decide" else gateway.judge)(payload, provider=provider)
+    else:
+        result = _within(gateway, kind, payload, provider, routed.remaining_s)
+    if routed.note is not None and isinstance(result.get("attempts"), list):
+        result["attempts"].insert(0, routed.note)
+    return result
+
+
+def _within(gateway: Any, kind: str, payload: Any, provider: str | None, remaining_s: float) -> dict[str, Any]:
+    """Run with the deadline cut to what is left (a request's own deadline_s included); with
+    nothing left the chain answers deadline_exceeded, a clean error."""
+    import copy
+    import dataclasses
+
+    left = max(remaining_s, 0.001)
+    own = payload.get("deadline_s") if isinstance(payload, dict) else None
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and 0 < own <= 600:
+        payload = {**payload, "deadline_s": min(own, left)}
+    # A shallow copy sharing rungs, chain and state, with the shorter deadline in its own
+    # settings: concurrent calls on the same gateway (the MCP server's) are not affected.
+    shorter = copy.copy(gateway)
+    shorter.config = dataclasses.replace(gateway.config,
+                                         gateway=gateway.config.gateway.model_copy(update={"deadline_s": left}))
+    run = shorter.decide if kind == "decide" else shorter.judge
+    return run(payload, provider=provider)
+
+
+def start_daemon(settings: Settings) -> tuple[Daemon | None, bool]:
     """Start the daemon detached. With a model to load (an `embedded` first rung) wait for it:
     loading a second copy in-process takes as long, on the same cores, and doubles the
     memory (measured in docs/warm-engine.md); with HTTP or mock rungs answer in-process now

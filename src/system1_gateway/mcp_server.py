@@ -9,7 +9,9 @@ gateway's messages.
 Behaviour: stdout carries only protocol (the SDK moves fd 1 to stderr while serving; logs go
 to stderr and `log_file`); engine work runs in worker threads so concurrent calls are served
 concurrently and a cancelled call stops waiting; the embedded models load in the background
-after the first `tools/list`, never before the handshake.
+after the first `tools/list`, never before the handshake — unless the per-user daemon serves
+this user's settings: then decide/judge/health/status are sent to it (class Delegation) and
+no second copy of the engine is loaded here.
 
 Errors: an unknown tool and malformed `tools/call` params are JSON-RPC protocol errors
 (-32602) whose message and data name the tool or the field; invalid *arguments* of a known
@@ -36,7 +38,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from . import __version__
+from . import __version__, client
 from .core import Gateway
 from .errors import INVALID_REQUEST
 from .logs import LOGGER, configure
@@ -62,25 +64,61 @@ def _schemas() -> dict[str, dict[str, Any]]:
     return {**json_schemas(), **tool_output_schemas()}
 
 
+class Delegation:
+    """decide/judge/health/status go to the per-user daemon when one with this process's
+    settings answers (client.py; autostarted when `[serve] autostart` allows), else to the
+    in-process gateway, as before. decide/judge results then start with a `daemon` attempt
+    saying which path answered; health and status keep their exact schemas."""
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+
+    def answer(self, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        routed = client.ask(f"/v1/{kind}", arguments)
+        if routed.result is not None:
+            return routed.result
+        return client.in_process(self.gateway, kind, arguments, None, routed)
+
+    def report(self, kind: str) -> dict[str, Any]:
+        daemon = client.find()
+        if daemon is not None:
+            try:
+                return daemon.get(f"/v1/{kind}", client.peek().deadline_s + client.MARGIN_S)
+            except client.DaemonUnavailable as exc:
+                log.info("daemon %s failed (%s): answering in-process", kind, exc)
+        return self.gateway.health() if kind == "health" else self.gateway.status()
+
+    def warm(self) -> None:
+        """Load the models in-process only when no daemon serves (or could be started): one
+        copy of the engine per user, not one per MCP client."""
+        settings = client.peek()
+        daemon, _ = client.locate(settings)
+        if daemon is None and settings.autostart:
+            daemon, _ = client.start_daemon(settings)
+        if daemon is None:
+            self.gateway.warm()
+
+
 class Tools:
     """The tool table: name → (description, input schema, output schema, handler)."""
 
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
+        self.delegation = delegation = Delegation(gateway)
         s = _schemas()
         self.table: dict[str, tuple[str, str, dict, dict, Callable[[dict], dict]]] = {
             "system1_decide": (
                 "Decide", "Ask one question with 2-50 options (yes/no when options are omitted); returns the "
                 "decision, its probabilities and confidence, or status 'abstained' when the engine is unsure.",
-                s["decide_request"], s["decide_response"], lambda a: self.gateway.decide(a)),
+                s["decide_request"], s["decide_response"], lambda a: delegation.answer("decide", a)),
             "system1_judge": (
                 "Judge", "Answer typed questions (noul yes/no, choice, score) about a state (text, object or "
                 "list) in one pass; returns an answer with probabilities per question id.",
-                s["judge_request"], s["judge_result"], lambda a: self.gateway.judge(a)),
+                s["judge_request"], s["judge_result"], lambda a: delegation.answer("judge", a)),
             "system1_health": (
                 "Health", "Probe every provider of the chain: ok, degraded (first rung down, a later one up) "
                 "or down, with one probe result per provider.",
-                NO_ARGUMENTS, s["health"], lambda a: self.gateway.health()),
+                NO_ARGUMENTS, s["health"], lambda a: delegation.report("health")),
             "system1_capabilities": (
                 "Capabilities", "Version, schema versions, provider chain, thresholds and the full request and "
                 "response JSON Schemas.",
@@ -88,7 +126,7 @@ class Tools:
             "system1_status": (
                 "Status", "Configured provider order, the last actual route and today's request, abstention "
                 "and error counts.",
-                NO_ARGUMENTS, s["status"], lambda a: self.gateway.status()),
+                NO_ARGUMENTS, s["status"], lambda a: delegation.report("status")),
         }
 
     def list(self) -> list[types.Tool]:
@@ -184,7 +222,7 @@ def build_server(gateway: Gateway | None = None) -> Server:
         # After the handshake (first tools/list), so loading never delays it.
         if not warm_started.is_set():
             warm_started.set()
-            threading.Thread(target=gateway.warm, name="system1-warm", daemon=True).start()
+            threading.Thread(target=tools.delegation.warm, name="system1-warm", daemon=True).start()
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         warm_in_background()
