@@ -1,7 +1,7 @@
 """Real Jev clients against a running `system1 serve` (run by tests/test_jev_clients.py in the
 clients' own venv: typesafe-sdk[zstd] 0.7.5, jev-lite 0.0.6, zstandard).
 
-    python jev_clients.py BASE_URL mock|waterfall
+    python jev_clients.py BASE_URL mock|waterfall|embedded
 
 Every check asserts on what the client parsed; the last stdout line is a JSON report of
 what was seen, for the test to read. Exit status 0 only when every check passed.
@@ -154,6 +154,15 @@ def waterfall(base_url, report):
             raise AssertionError("a cooling rung answered")
 
 
+def embedded(base_url, report):
+    """The real embedded engine behind the wire (the server's default chain)."""
+    with sdk_client(base_url, timeout=180, retry=RetryPolicy(max_retries=0)) as client:
+        result = client.system_one(state=STATE, questions=sdk_questions())
+    report["sdk"] = check_answers(result.nouls, result.choices, result.scores, int)
+    assert result.model.startswith("embedded/"), result.model
+    report["sdk_model"] = result.model
+
+
 def main(base_url, scenario):
     report = {}
     if scenario == "mock":
@@ -161,6 +170,8 @@ def main(base_url, scenario):
             check(base_url, report)
     elif scenario == "waterfall":
         waterfall(base_url, report)
+    elif scenario == "embedded":
+        embedded(base_url, report)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     print(json.dumps(report))
