@@ -436,3 +436,13 @@ def test_the_serve_app_includes_the_jev_wire(mock_gateway):
     assert resp.status_code == 200 and jev_wire.JevResponse.model_validate(resp.json())
     assert models.status_code == 200 and models.json()["models"][0]["name"] == "jev-latest"
     assert 'face="jev"' in metrics
+
+
+def test_a_translation_bug_is_a_500_internal_error_not_a_crash(client, monkeypatch):
+    def broken(result, request):
+        raise KeyError("probabilities")
+
+    monkeypatch.setattr(jev_wire, "to_jev", broken)
+    resp = client.post("/v1/systemone", json=jev_body())
+    assert resp.status_code == 500
+    assert resp.json()["detail"]["code"] == "internal_error" and "KeyError" in resp.json()["detail"]["message"]

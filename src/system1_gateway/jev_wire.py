@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import logging
 import math
 import time
 from typing import Any, Callable, Literal, Union
@@ -33,6 +34,7 @@ from .errors import (
     ALL_COOLING, CONFIG_ERROR, DEADLINE_EXCEEDED, INTERNAL_ERROR, INVALID_REQUEST,
     MALFORMED_RESPONSE, PROVIDER_ERROR, PROVIDER_TIMEOUT,
 )
+from .logs import LOGGER
 from .model import JudgeRequest
 
 __all__ = ["router", "WireError", "read_body", "to_judge", "to_jev", "failure_status", "models_list",
@@ -45,6 +47,7 @@ RELEASE_DATE = "2026-12-01"  # when this face's wire was fixed; GET /v1/models n
 MAX_BODY_BYTES = 1 << 20  # the serve face's 1 MiB, applied again after decompression
 MAX_DETAIL_ENTRIES = 20
 REQUEST_ID_HEADER = "x-typesafe-request-id"
+log = logging.getLogger(LOGGER)
 _TEXT_BRANCHES = {"str", "dict[str,any]", "list[any]"}  # pydantic's names for Text's union members
 
 # Gateway error code → HTTP status (protocols §1.7). Chain failures are 5xx so that Jev
@@ -321,8 +324,9 @@ def to_jev(result: dict[str, Any], request: JudgeRequest) -> tuple[dict[str, Any
         if wire is not None:
             answers[qid] = wire
     provider, model = result["provider"] or "system1", result["model"]
-    usage = {k: v if isinstance(v, int) and not isinstance(v, bool) else None
-             for k, v in ((k, (result.get("usage") or {}).get(k)) for k in ("input_tokens", "output_tokens"))}
+    reported = result.get("usage") or {}
+    usage = {key: reported.get(key) if type(reported.get(key)) is int else None  # unknown stays null
+             for key in ("input_tokens", "output_tokens")}
     body = {"model": f"{provider}/{model}" if model and model != provider else provider,
             "answers": answers, "usage": usage}
     headers = {REQUEST_ID_HEADER: _header(result["request_id"]), "x-system1-provider": _header(provider),
@@ -424,11 +428,16 @@ async def systemone(request: Request) -> JSONResponse:
     except WireError as exc:
         return JSONResponse(exc.body, status_code=exc.status, headers=exc.headers)
     result = await run_in_threadpool(gateway.judge, judge_request, provider=provider)
-    if result["status"] != "answered":
-        status, error_body, headers = failure_status(result, gateway)
-        return JSONResponse(error_body, status_code=status, headers=headers)
-    jev_body, headers = to_jev(result, judge_request)
-    return JSONResponse(jev_body, headers=headers)
+    try:
+        if result["status"] != "answered":
+            status, error_body, headers = failure_status(result, gateway)
+            return JSONResponse(error_body, status_code=status, headers=headers)
+        jev_body, headers = to_jev(result, judge_request)
+        return JSONResponse(jev_body, headers=headers)
+    except Exception as exc:  # noqa: BLE001 - the last net: a translation bug is ours, said as such
+        log.exception("Jev wire: translating a result failed")
+        return JSONResponse({"detail": {"message": f"internal error in the Jev wire ({type(exc).__name__}); "
+                                        f"please report it", "code": INTERNAL_ERROR}}, status_code=500)
 
 
 @router.get("/v1/models", summary="Model names this gateway accepts", response_model=JevModelList)
