@@ -30,7 +30,9 @@ LISTENING = re.compile(r"listening on (http://\S+)")
 def clients_installed() -> bool:
     if not CLIENTS_PYTHON.exists():
         return False
-    probe = subprocess.run([str(CLIENTS_PYTHON), "-c", "import typesafe_sdk, jev_lite, zstandard, backports.zstd"],
+    # The SDK compresses only when it has a zstd compressor (Python 3.14+, or its [zstd] extra).
+    probe = subprocess.run([str(CLIENTS_PYTHON), "-c", "import jev_lite, zstandard; from typesafe_sdk._core."
+                            "compression import COMPRESSORS; assert 'zstd' in COMPRESSORS"],
                            capture_output=True, timeout=60)
     return probe.returncode == 0
 
