@@ -156,7 +156,7 @@ def test_concurrent_starts_make_one_daemon(daemons, isolated_env):
         results.append(json.loads(out))
     pids = {daemons(result["pid"]) for result in results}
     assert len(pids) == 1, results
-    assert sorted(result["status"] for result in results).count("started") <= 1
+    assert [result["status"] for result in results].count("started") == 1  # one spawned, two found it
     state = Path(os.environ["SYSTEM1_STATE_DIR"])
     time.sleep(0.5)  # a loser spawned by a racing start would still be alive now
     assert _daemon_processes(state) == list(pids)
@@ -350,3 +350,17 @@ def test_the_log_is_rotated_at_start(daemons):
     rotated = daemon_files.log_path().with_name("daemon.log.1")
     assert rotated.stat().st_size == daemon.LOG_MAX_BYTES + 1
     assert daemon_files.log_path().stat().st_size < 10_000
+
+
+def test_a_hung_daemon_is_reported_unresponsive_and_killed_by_stop(daemons):
+    started = _start(daemons)
+    os.kill(started["pid"], signal.SIGSTOP)  # holds the lock, answers nothing, ignores SIGTERM
+    try:
+        code, out, _ = run_cli("daemon", "status")
+        assert out[0]["running"] is True and out[0]["state"] == "unresponsive" and out[0]["health"] is None
+        result = daemon.stop(timeout_s=1.0)
+    finally:
+        if daemon_files.pid_alive(started["pid"]):
+            os.kill(started["pid"], signal.SIGCONT)
+    assert result["stopped"] is True and result["graceful"] is False
+    assert not daemon.lock_held() and not daemon_files.port_path().exists()
