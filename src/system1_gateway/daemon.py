@@ -195,26 +195,19 @@ def _describe(record: dict[str, Any], health: dict[str, Any] | None) -> dict[str
 
 
 def _remove_files(only_pid: int | None = None) -> list[str]:
-    """Remove the pid/port files; with `only_pid`, only if they still name that process."""
-    removed = []
-    record = read_port()
-    if only_pid is None or (record is not None and record["pid"] == only_pid):
-        if _unlink(port_path()):
-            removed.append(port_path().name)
-    elif record is None and only_pid is not None and _read_pid_file() == only_pid:
-        _unlink(port_path())  # garbled by hand or by a crash mid-write: ours to clear
-    if only_pid is None or _read_pid_file() == only_pid:
-        if _unlink(pid_path()):
-            removed.append(pid_path().name)
-    return removed
+    """Remove the pid/port files; with `only_pid`, only those that still name that process
+    (a garbled port file next to our pid file is ours too)."""
+    record, listed_pid = read_port(), _read_pid_file()
+    port_ours = only_pid is None or (record or {}).get("pid", listed_pid) == only_pid
+    pid_ours = only_pid is None or listed_pid == only_pid
+    return [path.name for path, ours in ((port_path(), port_ours), (pid_path(), pid_ours))
+            if ours and _unlink(path)]
 
 
 def _unlink(path: Path) -> bool:
     try:
         path.unlink()
-    except FileNotFoundError:
-        return False
-    except OSError:
+    except OSError:  # absent (already removed) or not ours to remove
         return False
     return True
 
@@ -595,11 +588,12 @@ def run() -> int:
 # --- the CLI ----------------------------------------------------------------------------------------
 
 def _emit(obj: dict[str, Any], pretty: bool) -> None:
+    from .cli import _emit as emit  # the CLI's one JSON writer (lone surrogates in paths included)
+
     try:
-        sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None) + "\n")
-        sys.stdout.flush()
+        emit(obj, pretty)
     except (OSError, ValueError, AttributeError):
-        pass
+        pass  # no stdout (pythonw, a closed pipe): the log has the lifecycle lines
 
 
 def _ok(result: dict[str, Any]) -> int:
