@@ -364,3 +364,15 @@ def test_a_hung_daemon_is_reported_unresponsive_and_killed_by_stop(daemons):
             os.kill(started["pid"], signal.SIGCONT)
     assert result["stopped"] is True and result["graceful"] is False
     assert not daemon.lock_held() and not daemon_files.port_path().exists()
+
+
+def test_an_unusable_state_dir_is_a_failure_not_a_traceback(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("SYSTEM1_STATE_DIR", str(blocker))
+    code, out, err = run_cli("daemon", "start")
+    assert code == 1 and out[0]["error"]["code"] == "daemon_error" and str(blocker) in out[0]["error"]["message"]
+    assert "Traceback" not in err
+    for action in ("stop", "status"):  # no daemon can live there: said plainly
+        code, out, err = run_cli("daemon", action)
+        assert code == 0 and out[0]["running"] is False and "Traceback" not in err, (action, out, err)

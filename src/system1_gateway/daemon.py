@@ -348,6 +348,10 @@ def _wait_ready(proc: subprocess.Popen, deadline: float) -> dict[str, Any]:
         time.sleep(0.05)
 
 
+def _failed(message: str) -> dict[str, Any]:
+    return {"status": "failed", "log": str(log_path()), "error": {"code": "daemon_error", "message": message}}
+
+
 def start(wait_ready_s: float = WAIT_READY_S, replace_other: bool = True) -> dict[str, Any]:
     """Make sure one daemon with the caller's settings serves; see the module docstring.
 
@@ -368,7 +372,10 @@ def start(wait_ready_s: float = WAIT_READY_S, replace_other: bool = True) -> dic
                 "code": "daemon_error", "message": "could not stop the daemon with other settings"}}
         notes["replaced"] = {"pid": record["pid"], "reason": "it served other settings (config file or "
                                                               "SYSTEM1_* variables differ)"}
-    fd = _open_lock()
+    try:
+        fd = _open_lock()
+    except OSError as exc:
+        return _failed(f"cannot open {lock_path()}: {exc}")
     try:
         while not _try_lock(fd):
             record, health = _probe(timeout_s=0.5)
@@ -385,7 +392,7 @@ def start(wait_ready_s: float = WAIT_READY_S, replace_other: bool = True) -> dic
             notes["stale_files_replaced"] = stale
         proc = _spawn(fd)
     except OSError as exc:
-        return {"status": "failed", "error": {"code": "daemon_error", "message": f"cannot start the daemon: {exc}"}}
+        return _failed(f"cannot start the daemon: {exc}")
     finally:
         _release(fd)  # POSIX: the child keeps the inherited lock; Windows: the child takes it
     if wait_ready_s <= 0:
@@ -616,7 +623,10 @@ def command(args: Any) -> int:
 
         result = login_units.install(apply) if action == "install-login" else login_units.uninstall(apply)
     elif action in ACTIONS:
-        result = ACTIONS[action]()
+        try:
+            result = ACTIONS[action]()
+        except OSError as exc:  # an unwritable state dir, a full disk: said, not a traceback
+            result = _failed(f"daemon {action}: {exc}")
     else:
         _emit({"status": "error", "error": {"code": "invalid_request", "message":
                f"action: expected one of start, stop, status, restart, run, install-login, "
