@@ -376,3 +376,17 @@ def test_an_unusable_state_dir_is_a_failure_not_a_traceback(tmp_path, monkeypatc
     for action in ("stop", "status"):  # no daemon can live there: said plainly
         code, out, err = run_cli("daemon", action)
         assert code == 0 and out[0]["running"] is False and "Traceback" not in err, (action, out, err)
+
+
+def test_start_replaces_a_daemon_that_holds_the_lock_but_never_answers(daemons):
+    hung = _start(daemons)
+    os.kill(hung["pid"], signal.SIGSTOP)
+    try:
+        result = daemon.start(wait_ready_s=1.0)  # waits 1 s, then stops the holder (SIGKILL after 10 s)
+    finally:
+        if daemon_files.pid_alive(hung["pid"]):
+            os.kill(hung["pid"], signal.SIGCONT)
+    daemons(result.get("pid"))
+    assert result["status"] == "started" and result["pid"] != hung["pid"], result
+    assert result["replaced"] == {"pid": hung["pid"], "reason": "it held daemon.lock but never answered /healthz"}
+    assert daemon.healthz(result["url"])["pid"] == result["pid"]

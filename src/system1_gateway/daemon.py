@@ -48,7 +48,6 @@ LOG_MAX_BYTES = 1 << 20  # daemon.log is rotated to daemon.log.1 past this size,
 # The starter hands its locked lock file to the child through this variable (POSIX). It is
 # removed from the environment before anything computes a fingerprint.
 LOCK_FD_ENV = "SYSTEM1_DAEMON_LOCK_FD"
-FALSE_WORDS = {"0", "false", "f", "no", "n", "off"}
 TRUE_WORDS = {"1", "true", "t", "yes", "y", "on"}
 
 
@@ -404,11 +403,12 @@ def _unresponsive_holder(notes: dict[str, Any]) -> dict[str, Any]:
     """The lock stayed held for the whole wait and no daemon answered: stop the holder when
     the pid file names a daemon process, so `start` recovers from a hung daemon."""
     stopped = stop()
-    if not stopped.get("stopped"):
-        return {"status": "failed", "log": str(log_path()), "error": stopped.get("error") or {
-            "code": "daemon_error", "message": "daemon.lock is held by a process that does not answer"}}
+    if stopped.get("error"):
+        return {"status": "failed", "log": str(log_path()), "error": stopped["error"]}
     result = start(wait_ready_s=WAIT_READY_S)
-    result.setdefault("replaced", {"pid": stopped["pid"], "reason": "it held daemon.lock but never answered /healthz"})
+    if stopped.get("stopped"):  # else the holder let go by itself meanwhile
+        result.setdefault("replaced", {"pid": stopped["pid"],
+                                       "reason": "it held daemon.lock but never answered /healthz"})
     return {**notes, **result}
 
 
