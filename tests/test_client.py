@@ -107,7 +107,7 @@ def test_find_needs_a_whole_port_file_a_live_pid_and_our_fingerprint(sleeper):
 
 @pytest.mark.parametrize("behaviour, expected", [
     ("reset", "ConnectionResetError"), ("not_json", "not JSON"), ("500", "HTTP 500"),
-    ("list", "not a JSON object"), ("half", "IncompleteRead"),
+    ("list", "not a JSON object"), ("half", "incomplete reply"),
 ])
 def test_every_broken_answer_is_a_clear_daemon_unavailable(behaviour, expected, sleeper):
     server = FaultServer(behaviour)

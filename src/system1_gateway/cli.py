@@ -19,7 +19,6 @@ from typing import Any, BinaryIO, NoReturn, TextIO
 
 from . import __version__
 from .errors import INVALID_REQUEST
-from .logs import configure
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -110,6 +109,7 @@ def _parser() -> _Parser:
 
 def _gateway():
     from .core import Gateway
+    from .logs import configure
 
     gateway = Gateway.from_environment()
     gw = gateway.config.gateway

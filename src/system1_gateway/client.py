@@ -1,7 +1,10 @@
 """The stdlib-only client of the per-user daemon (the CLI fast path, the stdio MCP server, hooks).
 
-Only the standard library is imported here (http.client, json, tomllib): a hook or a CLI
-call that finds a warm daemon must not pay for pydantic (≈ 140 ms), mcp, numpy or httpx.
+Only the standard library is imported here (socket, json, tomllib): a hook or a CLI call
+that finds a warm daemon must not pay for pydantic (≈ 140 ms), mcp, numpy or httpx. Even
+http.client is left out: with the email parser and ssl it imports it cost ≈ 30 ms of a
+≈ 60 ms budget (benchmarks/daemon_cli.py), and one loopback HTTP/1.1 exchange with
+`Connection: close` is all the client needs (`_exchange`).
 
     daemon = find()                        # None: no daemon of *these* settings is running
     result = daemon.post("/v1/decide", payload, timeout_s=8.5)
@@ -16,15 +19,12 @@ answers something that is not a gateway result is a `DaemonUnavailable`, never a
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import socket
 import time
-import tomllib
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote
 
 from . import daemon_files
 from .paths import config_path
@@ -46,16 +46,17 @@ class DaemonUnavailable(Exception):
     """The daemon did not give a usable answer; the caller answers in-process."""
 
 
-@dataclass(frozen=True)
 class Settings:
-    """The few settings the fast path needs, read from the config file with tomllib."""
+    """The few settings the fast path needs, read from the config file with tomllib.
+    (Plain classes here, not dataclasses: `dataclasses` imports `inspect`, ≈ 8 ms.)"""
 
-    deadline_s: float = DEFAULT_DEADLINE_S
-    load_budget_s: float = DEFAULT_LOAD_BUDGET_S
-    autostart: bool = True
-    api_key_env: str | None = None
-    first_kind: str = "embedded"  # kind of the first rung: is there a model to load?
-    kinds: dict[str, str] | None = None  # rung name -> kind for [providers.<name>] tables
+    def __init__(self, deadline_s: float = DEFAULT_DEADLINE_S, load_budget_s: float = DEFAULT_LOAD_BUDGET_S,
+                 autostart: bool = True, api_key_env: str | None = None, first_kind: str = "embedded",
+                 kinds: dict[str, str] | None = None):
+        self.deadline_s, self.load_budget_s, self.autostart = deadline_s, load_budget_s, autostart
+        self.api_key_env = api_key_env
+        self.first_kind = first_kind  # kind of the first rung: is there a model to load?
+        self.kinds = kinds  # rung name -> kind for [providers.<name>] tables
 
 
 def _number(value: Any, default: float, low: float, high: float) -> float:
@@ -77,9 +78,17 @@ def peek() -> Settings:
     """The fast path's settings. A broken file gives the defaults: whoever answers (the
     daemon, or the in-process gateway) reports the config error itself."""
     try:
-        data = tomllib.loads(config_path().read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        data = {}
+        text = config_path().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    data: dict[str, Any] = {}
+    if text.strip():
+        import tomllib  # only when there is a file to read
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            pass
     gateway = data.get("gateway") if isinstance(data.get("gateway"), dict) else {}
     serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
     tables = data.get("providers") if isinstance(data.get("providers"), dict) else {}
@@ -100,57 +109,109 @@ def peek() -> Settings:
     )
 
 
-@dataclass(frozen=True)
 class Daemon:
     """A running daemon, as its port file describes it."""
 
-    pid: int
-    host: str
-    port: int
-    url: str
-    started: float
-    fingerprint: str
-    api_key: str | None = None
+    def __init__(self, pid: int, host: str, port: int, url: str, started: float, fingerprint: str,
+                 api_key: str | None = None):
+        self.pid, self.host, self.port, self.url = pid, host, port, url
+        self.started, self.fingerprint, self.api_key = started, fingerprint, api_key
 
     def post(self, path: str, payload: Any, timeout_s: float, query: dict[str, str] | None = None) -> dict[str, Any]:
         body = json.dumps(payload, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-        if query:
-            path = f"{path}?{urlencode(query)}"
-        return self._call("POST", path, body, timeout_s)
+        target = path + ("?" + "&".join(f"{quote(k)}={quote(v, safe='')}" for k, v in query.items()) if query else "")
+        return self._call("POST", path, target, body, timeout_s)
 
     def get(self, path: str, timeout_s: float) -> dict[str, Any]:
-        return self._call("GET", path, None, timeout_s)
+        return self._call("GET", path, path, None, timeout_s)
 
-    def _call(self, method: str, path: str, body: bytes | None, timeout_s: float) -> dict[str, Any]:
+    def _call(self, method: str, path: str, target: str, body: bytes | None, timeout_s: float) -> dict[str, Any]:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
-        conn = http.client.HTTPConnection(host, self.port, timeout=min(CONNECT_TIMEOUT_S, max(timeout_s, 0.01)))
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "Connection": "close"}
+        head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{self.port}", "Accept: application/json",
+                "Connection: close"]
+        if body is not None:
+            head += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
         if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+            head.append(f"Authorization: Bearer {self.api_key}")
+        request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (body or b"")
         try:
-            conn.connect()
-            conn.sock.settimeout(max(timeout_s, 0.01))  # the read: the caller's deadline
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            status, data = response.status, response.read()
-        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timeout, a torn reply
-            kind = "timeout" if isinstance(exc, (socket.timeout, TimeoutError)) else type(exc).__name__
-            raise DaemonUnavailable(f"{method} {path.split('?')[0]}: {kind}") from None
-        finally:
-            conn.close()
+            status, data = _exchange(host, self.port, request, timeout_s)
+        except OSError as exc:  # refused, reset, timeout, a torn reply
+            kind = "timeout" if isinstance(exc, (socket.timeout, TimeoutError)) else \
+                str(exc) if isinstance(exc, TornReply) else type(exc).__name__
+            raise DaemonUnavailable(f"{method} {path}: {kind}") from None
         try:
             answer = json.loads(data)
         except (ValueError, RecursionError):
-            raise DaemonUnavailable(f"{method} {path.split('?')[0]}: HTTP {status}, not JSON") from None
+            raise DaemonUnavailable(f"{method} {path}: HTTP {status}, not JSON") from None
         if not isinstance(answer, dict):
-            raise DaemonUnavailable(f"{method} {path.split('?')[0]}: HTTP {status}, not a JSON object")
+            raise DaemonUnavailable(f"{method} {path}: HTTP {status}, not a JSON object")
         if status >= 300 and not _is_result(answer):
             # 401, 404, 413, 5xx without a gateway result: nothing the caller can print.
-            raise DaemonUnavailable(f"{method} {path.split('?')[0]}: HTTP {status}")
+            raise DaemonUnavailable(f"{method} {path}: HTTP {status}")
         return answer
 
     def describe(self) -> str:
         return f"pid {self.pid}, {self.url}"
+
+
+class TornReply(OSError):
+    """The daemon closed the connection before a whole HTTP response arrived."""
+
+
+def _exchange(host: str, port: int, request: bytes, timeout_s: float) -> tuple[int, bytes]:
+    """One HTTP/1.1 request and its response (status, body) over a fresh loopback connection,
+    all within timeout_s (the connect within CONNECT_TIMEOUT_S). Raises OSError."""
+    end = time.monotonic() + max(timeout_s, 0.01)
+    with socket.create_connection((host, port), timeout=min(CONNECT_TIMEOUT_S, max(timeout_s, 0.01))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(max(end - time.monotonic(), 0.001))
+        sock.sendall(request)
+        data, head = b"", None
+        status, length, chunked = 0, None, False
+        while True:
+            sock.settimeout(max(end - time.monotonic(), 0.001))  # the whole read, not each recv
+            chunk = sock.recv(65536)
+            data += chunk
+            if head is None and b"\r\n\r\n" in data:
+                head, _, data = data.partition(b"\r\n\r\n")
+                status, headers = _head(head)
+                length = headers.get("content-length")
+                chunked = "chunked" in headers.get("transfer-encoding", "")
+            if head is not None and not chunked and length is not None and len(data) >= int(length):
+                return status, data[:int(length)]
+            if not chunk:  # the server closed: the body ends here
+                if head is None or (length is not None and len(data) < int(length)):
+                    raise TornReply("incomplete reply")
+                return status, _unchunk(data) if chunked else data
+
+
+def _head(head: bytes) -> tuple[int, dict[str, str]]:
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise TornReply("not an HTTP response")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("content-length") is not None and not headers["content-length"].isdigit():
+        raise TornReply("bad Content-Length")
+    return int(parts[1]), headers
+
+
+def _unchunk(data: bytes) -> bytes:
+    body = b""
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        try:
+            size = int(size_line.split(b";")[0], 16)
+        except ValueError:
+            raise TornReply("bad chunk") from None
+        if size == 0:
+            return body
+        body, data = body + data[:size], data[size + 2:]
+    raise TornReply("incomplete reply")
 
 
 def _is_result(answer: dict[str, Any]) -> bool:
@@ -185,13 +246,14 @@ def note(outcome: str, daemon: Daemon | None, detail: str, latency_ms: float = 0
     return {"provider": ROUTE, "outcome": outcome, "latency_ms": round(latency_ms, 2), "detail": f"daemon{where}: {detail}"}
 
 
-@dataclass
 class Routed:
     """What `ask` found: the daemon's answer, or why the caller answers in-process."""
 
-    result: dict[str, Any] | None = None
-    note: dict[str, Any] | None = None  # the first attempt of an in-process result (None: no daemon)
-    remaining_s: float | None = None  # deadline left for the in-process answer (None: all of it)
+    def __init__(self, result: dict[str, Any] | None = None, note: dict[str, Any] | None = None,
+                 remaining_s: float | None = None):
+        self.result = result
+        self.note = note  # the first attempt of an in-process result (None: no daemon involved)
+        self.remaining_s = remaining_s  # deadline left for the in-process answer (None: all of it)
 
 
 def _deadline(payload: Any, settings: Settings) -> float:
