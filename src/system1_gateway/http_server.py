@@ -349,8 +349,8 @@ def _body(model: type[BaseModel]) -> dict[str, Any]:
         "application/json": {"schema": {"$ref": REF.format(model=model.__name__)}}}}}
 
 
-PROVIDER = Query(None, description="Use only this rung for the call (a configured rung name or a provider kind)",
-                 max_length=200)
+# No constraints FastAPI would enforce itself: every refusal of a native call is the gateway's result shape.
+PROVIDER = Query(None, description="Use only this rung for the call (a configured rung name or a provider kind)")
 
 
 def _add_routes(app: FastAPI) -> None:
