@@ -24,21 +24,22 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
 import tomllib
 from http.client import HTTPConnection, HTTPException
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
 
 from . import __version__
 from .daemon_files import (daemon_dir, fingerprint, lock_path, log_path, pid_alive, pid_path, port_path,
                            read_port, write_private)
 from .paths import config_path
+
+if TYPE_CHECKING:
+    import subprocess
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 WAIT_READY_S = 30.0  # `daemon start`: how long to wait for /healthz (FastAPI import + bind ≈ 1-2 s)
@@ -252,11 +253,16 @@ def _exited(pid: int) -> bool:
 
 def _wait_gone(pid: int, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if _exited(pid):
-            return True
+    while not _exited(pid):
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.05)
-    return _exited(pid)
+    # A zombie leader may still have threads exiting, which hold the lock a moment longer
+    # (a new daemon taking the lock meanwhile would keep it held: bounded wait).
+    settle = time.monotonic() + 2.0
+    while lock_held() and time.monotonic() < settle:
+        time.sleep(0.02)
+    return True
 
 
 def stop(timeout_s: float = STOP_TIMEOUT_S) -> dict[str, Any]:
@@ -299,6 +305,8 @@ def _rotate_log() -> None:
 
 def _spawn(lock_fd: int) -> subprocess.Popen:
     """`daemon run` detached, with the caller's environment (hence its fingerprint)."""
+    import subprocess  # here: ensure_running() with a daemon up never needs it
+
     _rotate_log()
     log_fd = os.open(log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     env = dict(os.environ)
@@ -474,6 +482,8 @@ def _say(message: str) -> None:
 
 def port_free(host: str, port: int) -> bool:
     """Whether `port` can be bound on `host` now (0 always can)."""
+    import socket
+
     if port == 0:
         return True
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
