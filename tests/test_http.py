@@ -17,13 +17,12 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import jsonschema
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import ROOT, judge_payload
+from conftest import judge_payload
 from system1_gateway import http_server
 from system1_gateway.core import Gateway
 from system1_gateway.http_server import MAX_BODY, Serving, create_app, loopback_hosts

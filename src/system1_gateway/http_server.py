@@ -532,6 +532,7 @@ class _Uvicorn(uvicorn.Server):
         super().__init__(config)
         self._on_started = on_started
         self._app = app
+        self.failed = False  # on_started raised: run() reports 1
 
     @contextlib.contextmanager
     def capture_signals(self):  # noqa: D102
@@ -605,7 +606,6 @@ class Serving:
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", server_header=False,
                                 timeout_graceful_shutdown=int(grace), ws="none")
         server = _Uvicorn(config, lambda: on_started(self.host, port) if on_started else None, app)
-        server.failed = False
         self._app, self._server = app, server
         server.should_exit = self._stop
         try:
