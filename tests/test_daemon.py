@@ -283,7 +283,7 @@ def test_ensure_running_with_a_daemon_up_imports_the_stdlib_only(daemons):
     _start(daemons)
     probe = ("import json, sys; from system1_gateway import daemon; r = daemon.ensure_running(); "
              "print(json.dumps({'status': r and r['status'], 'heavy': [m for m in "
-             "('pydantic', 'fastapi', 'uvicorn', 'mcp', 'httpx', 'numpy') if m in sys.modules]}))")
+             "('pydantic', 'fastapi', 'uvicorn', 'mcp', 'httpx', 'numpy', 'http.client', 'ssl', 'subprocess') if m in sys.modules]}))")
     proc = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "SYSTEM1_SERVE_AUTOSTART": "1"})
     assert proc.returncode == 0, proc.stderr

@@ -28,12 +28,12 @@ import sys
 import threading
 import time
 import tomllib
-from http.client import HTTPConnection, HTTPException
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
 
 from . import __version__
+from .client import Daemon, DaemonUnavailable
 from .daemon_files import (daemon_dir, fingerprint, lock_path, log_path, pid_alive, pid_path, port_path,
                            read_port, write_private)
 from .paths import config_path
@@ -138,21 +138,20 @@ def url_for(host: str, port: int) -> str:
 
 
 def healthz(url: str, timeout_s: float = 1.0) -> dict[str, Any] | None:
-    """The daemon's /healthz body ({"status": "ok"|"loading", …}), or None if it does not answer."""
-    parts = urlsplit(url)
-    if not parts.hostname or not parts.port:
-        return None
-    conn = HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    """The daemon's /healthz body ({"status": "ok"|"loading", "pid", …}), or None if it does
+    not answer (through the client's HTTP exchange: no http.client import on this path)."""
     try:
-        conn.request("GET", "/healthz")
-        body = json.loads(conn.getresponse().read(65536))
-    except (OSError, HTTPException, ValueError):
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
         return None
-    finally:
-        conn.close()
-    if isinstance(body, dict) and isinstance(body.get("status"), str):
-        return body
-    return None
+    if not host or not port:
+        return None
+    try:
+        body = Daemon(0, host, port, url, 0.0, "").get("/healthz", timeout_s)
+    except DaemonUnavailable:
+        return None
+    return body if isinstance(body.get("status"), str) else None
 
 
 def _read_pid_file() -> int | None:
