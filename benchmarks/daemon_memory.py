@@ -13,6 +13,7 @@ Issue 10: the accurate tier is held once (≈ 2.2 GB in total), not once per cli
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -80,6 +81,12 @@ async def mcp_session(env: dict[str, str], calls: int, results: list) -> None:
             results.append(out.structured_content["attempts"][0]["provider"])
 
 
+def _direct(daemon, i: int) -> str:
+    """A stdlib client call straight to the daemon (what a hook does): answered there by construction."""
+    result = daemon.post("/v1/decide", {"question": f"client {i}?"}, 300)
+    return "daemon" if result["status"] in ("decided", "abstained") else f"daemon error {result['error']}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=3)
@@ -106,12 +113,12 @@ def main() -> int:
         daemon.post("/v1/decide", {"question": "warm?"}, 300)
         sampler.watch(daemon.pid, "daemon")
         sampler.watch(os.getpid(), "this client process")
-        thread = threading.Thread(target=sampler.run, daemon=True)
-        thread.start()
         clis = [subprocess.Popen([system1, "decide", f"cli {i}: is `rm -rf /tmp/x{i}` destructive?"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) for i in range(args.calls)]
         for proc in clis:
             sampler.watch(proc.pid, "system1 decide")
+        thread = threading.Thread(target=sampler.run, daemon=True)  # after the CLI pids are labelled
+        thread.start()
 
         async def everything() -> None:
             async with anyio.create_task_group() as tg:
@@ -119,18 +126,20 @@ def main() -> int:
                 tg.start_soon(mcp_session, env, args.calls, routes)
                 for i in range(args.calls):
                     tg.start_soon(anyio.to_thread.run_sync,
-                                  lambda i=i: routes.append(daemon.post("/v1/decide", {"question": f"client {i}?"}, 300)
-                                                            ["attempts"][0]["provider"]))
+                                  lambda i=i: routes.append(_direct(daemon, i)))
 
         anyio.run(everything)
         for proc in clis:
-            out = proc.communicate(timeout=600)[0].decode()
-            routes.append("daemon" if '"provider": "daemon"' in out else "in-process")
+            out = json.loads(proc.communicate(timeout=600)[0])
+            first = out["attempts"][0] if out["attempts"] else {}
+            routes.append(first.get("provider") if first.get("provider") == "daemon" else
+                          f"in-process ({out['status']}, {(out.get('error') or {}).get('code')})")
         sampler.stop.set()
         thread.join()
     finally:
         subprocess.run([system1, "daemon", "stop"], capture_output=True)
-    print(f"answered through the daemon: {routes.count('daemon')} of {len(routes)} calls")
+    print(f"answered through the daemon: {routes.count('daemon')} of {len(routes)} calls"
+          + "".join(f"; {r}" for r in routes if r != "daemon"))
     print(f"{'process kind':<22} {'count':>5} {'median peak RSS MB':>19} {'max peak RSS MB':>16}")
     kinds = sorted(set(sampler.kinds.values()))
     for kind in kinds:
