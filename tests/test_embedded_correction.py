@@ -79,10 +79,24 @@ class StubLlm:
     """Raw p(first option) that depends on the evidence: the number in the evidence, else 0.7
     (a standing lean toward the first option, shown on the question's definitions too)."""
 
+    tokens_per_s = 1000.0
+
     def __init__(self):
         self.evidence = []
 
-    def option_probs(self, prefix, suffix, options, timeout_s=60):
+    def missing_tokens(self, prefix):
+        return 0  # every prefix is "cached": these tests are about the reference
+
+    def prepare(self, prefix):
+        pass
+
+    def encode(self, prompt):
+        return list(prompt)
+
+    def scorable_at_once(self, options):
+        return True
+
+    def option_probs(self, prefix, suffix, options, timeout_s=60, urgent=True):
         first = suffix[0] if not isinstance(suffix[0], prompts.Special) else ""
         self.evidence.append(first)
         try:
@@ -104,8 +118,12 @@ def stub_provider(monkeypatch):
     return make
 
 
-def answer(provider, state, q=RISKY, timeout_s=5):
-    return provider.judge(parse_judge({"state": state, "questions": {"q": q}}), timeout_s).answers["q"]
+def answer(provider, state, q=RISKY, timeout_s=5, settle=True):
+    """One answer; then (unless `settle` is off) waits for the background preparation it queued."""
+    reply = provider.judge(parse_judge({"state": state, "questions": {"q": q}}), timeout_s).answers["q"]
+    if settle:
+        assert provider.wait_prepared(10)
+    return reply
 
 
 def p_true(provider, state, q=RISKY):
@@ -116,16 +134,17 @@ def test_a_new_question_is_answered_at_once_and_corrected_once_its_reference_exi
     provider = stub_provider()
     first = answer(provider, "0.9")
     assert first["p_true"] == pytest.approx(0.9) and "uncorrected" in first["rationale"]  # not waited for
+    assert "background" in first["rationale"]
     assert provider._llm.evidence[1:] == definitions(question(RISKY))  # filled in after the answer
     second = answer(provider, "0.9")
     assert second["p_true"] < 0.9 and "uncorrected" not in second["rationale"]
 
 
-def test_a_reference_no_request_has_time_for_still_completes_across_processes(stub_provider, monkeypatch):
-    # Each one-shot process has time for one definition only: the second process finishes it.
-    def two_calls_per_process(self, prefix, suffix, options, timeout_s=60):
+def test_a_reference_no_process_lives_long_enough_for_still_completes_across_processes(stub_provider, monkeypatch):
+    # Each one-shot process lives for one definition only: the second process finishes it.
+    def two_calls_per_process(self, prefix, suffix, options, timeout_s=60, urgent=True):
         self.calls = getattr(self, "calls", 0) + 1
-        if self.calls > 2:  # the answer and one definition, then the deadline
+        if self.calls > 2:  # the answer and one definition, then the process is gone
             from system1_gateway.providers.embedded.llm import EngineTimeout
             raise EngineTimeout("deadline")
         return np.array([0.7, 0.3])
@@ -190,24 +209,26 @@ def test_no_correction_without_evidence(stub_provider):
 
 
 def test_through_the_gateway_a_new_question_is_answered_within_the_attempt(stub_provider, monkeypatch):
-    """The reference is filled with a margin: the core's wait starts before the provider's
-    clock, and an answer that arrives after it would be thrown away as a timeout."""
+    """The reference is computed in the background: the request that brought the question
+    returns as soon as its own answer is ready, whatever the definitions cost."""
     import time
 
     from system1_gateway.config import Config, GatewaySettings
     from system1_gateway.core import Gateway
 
-    def slow(self, prefix, suffix, options, timeout_s=60):
-        time.sleep(max(0.0, min(0.15, timeout_s)))  # every definition costs more than the budget left
-        if timeout_s <= 0.15:
-            from system1_gateway.providers.embedded.llm import EngineTimeout
-            raise EngineTimeout("deadline")
+    def slow(self, prefix, suffix, options, timeout_s=60, urgent=True):
+        time.sleep(0.05 if urgent else 0.4)  # every definition costs most of the attempt
         return np.array([0.7, 0.3])
 
     monkeypatch.setattr(StubLlm, "option_probs", slow)
+    provider = stub_provider()
     gw = Gateway(Config(gateway=GatewaySettings(provider="embedded", timeout_s=0.5, deadline_s=1.0)),
-                 providers={"embedded": stub_provider()})
+                 providers={"embedded": provider})
     for _ in range(3):
+        t0 = time.perf_counter()
         result = gw.judge({"state": "x", "questions": {"q": RISKY}})
         assert result["status"] == "answered", result["attempts"]
         assert [a["outcome"] for a in result["attempts"]] == ["ok"]
+        assert time.perf_counter() - t0 < 0.3  # not held back by the background work
+    assert provider.wait_prepared(5)
+    assert "uncorrected" not in gw.judge({"state": "x", "questions": {"q": RISKY}})["answers"]["q"]["rationale"]

@@ -26,7 +26,15 @@ Evidence that spells chat turn markers (`<|im_end|>`, `[INST]`, …) is still an
 answers are abstained: as words, a fake transcript sways the model (measured in
 benchmarks/embedded_injection.py).
 
-Models load lazily, once per process, under a lock, with a warm-up decision.
+A question new to the accurate tier never makes its request fail or wait: its prompt
+prefix and reference are prepared in the background (prepare.py) while the engine is idle,
+and meanwhile the question is answered by the fast tier alone when its options are described,
+the llm uncorrected when only the reference is missing, or abstained (uniform) when neither
+can answer in time; the rationale says which. A prefix short enough for the request's budget
+(at the engine's measured decode rate) is decoded inline, as before.
+
+Models load lazily, once per process, under a lock, with a warm-up decision; `warm()` also
+reads the prefix KV files of known questions back, so the first request pays none of it.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from ...paths import state_dir
 from ...render import render
 from ..base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
 from . import assets, prompts
+from .prepare import Preparer
 from .prior import QuestionPrior, correct, definitions
 
 log = logging.getLogger(LOGGER)
@@ -119,6 +128,7 @@ class EmbeddedProvider(BaseProvider):
         self._load_lock = threading.Lock()
         self._local = threading.local()
         self.prior = QuestionPrior(state_dir() / "embedded" / "reference") if self.settings.prior else None
+        self._preparer: Preparer | None = None
         stale = sorted({"prior_k", "prior_min"} & self.settings.model_fields_set)
         if stale:
             log.warning("[providers.%s] %s: deprecated and ignored (the running prior was replaced by a "
@@ -140,6 +150,8 @@ class EmbeddedProvider(BaseProvider):
 
                 # a few tokens: allocates compute buffers, decodes little
                 engine.option_probs(Prompt(IM_START, "user\n"), "ok", ["yes", "no"])
+                # known questions' prefixes back from disk: no first request pays for them
+                engine.preload()
                 self._llm = engine
             return self._llm
 
@@ -161,10 +173,28 @@ class EmbeddedProvider(BaseProvider):
         return tier == "llm" or (tier == "auto" and assets.llm_available())
 
     def warm(self) -> None:
+        """Loads what the first request would otherwise pay: both tiers' models, compute
+        buffers, and the KV files of the questions this machine has already prepared."""
         if self._use_llm():
             self._llm_engine()
         if self.settings.tier != "llm":
             self._fast_engine()
+
+    def wait_prepared(self, timeout_s: float) -> bool:
+        """Blocks until background preparation of new questions is done (tests, benchmarks,
+        a daemon about to report ready); False when `timeout_s` passes first."""
+        return self._preparer is None or self._preparer.wait(timeout_s)
+
+    def close(self) -> None:
+        if self._preparer is not None:
+            self._preparer.close()
+
+    def _prepare_later(self, key: str, job: Any) -> None:
+        if self._preparer is None:
+            from .llm import Preempted
+
+            self._preparer = Preparer(Preempted)
+        self._preparer.submit(key, job)
 
     # -- answering -------------------------------------------------------------------------
     def _route(self, question: Any) -> str:
@@ -179,21 +209,22 @@ class EmbeddedProvider(BaseProvider):
         raise ProviderFailure(f"the fast tier cannot answer {what}; {hint}", kind="unsupported")
 
     def _corrected(self, probs: Any, texts: list[str] | None, key_parts: tuple[str, ...], ask: Any,
-                   later: bool = False) -> Any:
+                   later: Any = None) -> Any:
         """`probs` divided by the tier's mean answer to the question's definitions `texts`
         (when `prior` is on and the question has them).
 
         `later` (the llm tier, where a new question's reference costs seconds): a reference
         not computed yet is not waited for — this answer stays uncorrected (its rationale
-        says so) and the reference is filled in with what is left of the request's budget
-        (`_fill_references`), so a new question never makes a request time out."""
+        says so) and `later(key, n, texts)` queues its computation in the background, so a
+        new question never makes a request time out."""
         if self.prior is None or texts is None:
             return probs
         key = QuestionPrior.key(*key_parts, *texts)
         if later:
             ref = self.prior.cached(key, len(probs))
             if ref is None:
-                self._pending().append((key, len(probs), texts, ask))
+                self._pending().append(key)
+                later(key, len(probs), texts)
                 return probs
             return correct(probs, ref)
         return correct(probs, self.prior.reference(key, len(probs), texts, ask))
@@ -204,45 +235,74 @@ class EmbeddedProvider(BaseProvider):
             self._local.pending = []
         return self._local.pending
 
-    def _fill_references(self, until: float) -> None:
-        """Compute pending references until `until` (each text's answer is saved as it comes,
-        so later requests and processes carry on); never fails the answer."""
-        pending, self._local.pending = self._pending(), []
-        for key, n, texts, ask in pending:
-            if until - time.monotonic() < FILL_MIN_S:
-                return
-            try:
-                self.prior.reference(key, n, texts, lambda text, ask=ask: ask(text, until))
-            except Exception as exc:  # noqa: BLE001 - deadline reached (EngineTimeout) or worse
-                log.debug("reference of a new question not finished: %s", type(exc).__name__)
-                return
+    def _llm_asks(self, questions: list[Any], state_text: str, deadline: float, optional: list[bool]) -> list[Any]:
+        """The llm's answers to `questions` on one evidence, position for position; None for
+        a question whose prompt prefix is not prepared and would not be within this request's
+        budget (its preparation is queued), or an `optional` one (the fast tier has an
+        answer) when the estimated decode no longer fits the time left.
 
-    def _ask_llm(self, question: Any, state_text: str, deadline: float) -> Any:
-        from .llm import EngineTimeout
+        Questions with ready prefixes have their evidence decoded in one llama.cpp batch
+        (LlmEngine.batch_probs): the per-question prompts, one decode."""
+        from .llm import MAX_BRANCHES, EngineTimeout
 
-        prefix, options = prompts.build(question)
         engine = self._llm_engine()
-
-        def ask(evidence_suffix: Any, until: float = deadline) -> Any:
-            return engine.option_probs(prefix, evidence_suffix, options, until - time.monotonic())
-
+        asks = [_Ask(q, *prompts.build(q)) for q in questions]
+        suffix = prompts.suffix(state_text)
+        evidence = len(engine.encode(suffix))
+        ready = []
+        for i, ask in enumerate(asks):
+            missing = engine.missing_tokens(ask.prefix)
+            if missing and (missing + evidence) / engine.tokens_per_s > INLINE_SHARE * (deadline - time.monotonic()):
+                self._prepare(engine, ask)
+            else:
+                ready.append(i)
+        together = state_text != NO_STATE and len(ready) > 1 and all(engine.scorable_at_once(asks[i].options) for i in ready)
+        groups = [ready[k:k + MAX_BRANCHES] for k in range(0, len(ready), MAX_BRANCHES)] if together else [[i] for i in ready]
         try:
-            probs = ask(prompts.suffix(state_text))
-            if state_text == NO_STATE:
-                # The subject is in the question, which content-free evidence shares: a
-                # correction would divide the answer by itself. Two frames instead.
-                second = prompts.stateless_yes_no(question)
-                if second is not None:
-                    other = engine.option_probs(*second, options, deadline - time.monotonic())
-                    probs = _blend(probs, other, 0.5)
-                return probs
-            key = ("llm", LLM_MODEL, assets.GGUF_SHA256, prefix.signature(), json.dumps(options))
-            return self._corrected(probs, definitions(question), key,
-                                   lambda text, until=deadline: ask(prompts.suffix(text), until), later=True)
+            for group in groups:
+                if all(optional[i] for i in group) and len(group) * evidence / engine.tokens_per_s > deadline - time.monotonic():
+                    continue  # the fast tier's answers stand: better than a timeout of the whole request
+                if together:
+                    probs = engine.batch_probs([(asks[i].prefix, suffix, asks[i].options) for i in group],
+                                               deadline - time.monotonic())
+                else:
+                    probs = [self._ask_one(engine, asks[i], state_text, deadline) for i in group]
+                for i, p in zip(group, probs):
+                    asks[i].probs = p
         except EngineTimeout as exc:
             raise ProviderTimeout(f"{self.name}: {exc}") from None
         except ValueError as exc:  # prompt longer than the context window
             raise ProviderFailure(str(exc), kind="engine") from None
+        if state_text != NO_STATE:
+            for ask in asks:
+                if ask.probs is not None:
+                    ask.probs = self._corrected(ask.probs, definitions(ask.question), ask.key, None,
+                                                later=lambda *_, ask=ask: self._prepare(engine, ask))
+        return [ask.probs for ask in asks]
+
+    def _ask_one(self, engine: Any, ask: Any, state_text: str, deadline: float) -> Any:
+        probs = engine.option_probs(ask.prefix, prompts.suffix(state_text), ask.options, deadline - time.monotonic())
+        if state_text == NO_STATE:
+            # The subject is in the question, which content-free evidence shares: a
+            # correction would divide the answer by itself. Two frames instead.
+            second = prompts.stateless_yes_no(ask.question)
+            if second is not None:
+                other = engine.option_probs(*second, ask.options, deadline - time.monotonic())
+                probs = _blend(probs, other, 0.5)
+        return probs
+
+    def _prepare(self, engine: Any, ask: Any) -> None:
+        """Queues a question's prefix and its reference (when it has one) for the background."""
+        texts = definitions(ask.question)
+        ref_key = None if texts is None or self.prior is None else QuestionPrior.key(*ask.key, *texts)
+        n = len(ask.options)
+
+        def job() -> None:
+            engine.prepare(ask.prefix)
+            if ref_key is not None and self.prior is not None:
+                self.prior.reference(ref_key, n, texts, lambda text: engine.option_probs(
+                    ask.prefix, prompts.suffix(text), ask.options, PREPARE_TIMEOUT_S, urgent=False))
+        self._prepare_later(ask.prefix.signature() + (ref_key or ""), job)
 
     def _ask_fast(self, question: Any, state_text: str) -> Any:
         _, descriptions = fast_texts(question)
@@ -251,16 +311,22 @@ class EmbeddedProvider(BaseProvider):
         key = ("fast", FAST_MODEL, assets.MINILM_ONNX_SHA256, json.dumps(descriptions))
         return self._corrected(probs, definitions(question), key, lambda text: engine.option_probs(text, descriptions))
 
-    def _decide(self, question: Any, state_text: str, deadline: float) -> tuple[str, Any]:
-        route = self._route(question)
-        if route == "llm":
-            return "llm", self._ask_llm(question, state_text, deadline)
-        fast = self._ask_fast(question, state_text)
-        if route == "fast" or fast.max() >= self.settings.fast_accept:
-            return "fast", fast
-        llm = self._ask_llm(question, state_text, deadline)
-        w = self.settings.fast_weight
-        return "llm+fast", _blend(llm, fast, w)
+    def _decide_all(self, questions: list[Any], state_text: str, deadline: float) -> list[tuple[str, Any]]:
+        """(tier, probabilities) per question. Tiers: `llm`, `fast`, `llm+fast`; `fast-only`
+        (the llm was wanted but is not prepared or out of time); `unprepared` (no tier can
+        answer now: probabilities None)."""
+        routes = [self._route(q) for q in questions]
+        fast = [None if r == "llm" else self._ask_fast(q, state_text) for q, r in zip(questions, routes)]
+        want = [i for i, (r, f) in enumerate(zip(routes, fast))
+                if r == "llm" or (r == "blend" and f.max() < self.settings.fast_accept)]
+        llm = self._llm_asks([questions[i] for i in want], state_text, deadline, [fast[i] is not None for i in want]) if want else []
+        out = [("fast", f) for f in fast]
+        for i, p in zip(want, llm):
+            if p is None:
+                out[i] = ("unprepared", None) if fast[i] is None else ("fast-only", fast[i])
+            else:
+                out[i] = ("llm", p) if fast[i] is None else ("llm+fast", _blend(p, fast[i], self.settings.fast_weight))
+        return out
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
         deadline = time.monotonic() + timeout_s
@@ -268,21 +334,35 @@ class EmbeddedProvider(BaseProvider):
         answers: dict[str, dict[str, Any]] = {}
         used: set[str] = set()
         self._local.pending = []
-        for qid, question in request.questions.items():
-            waiting = len(self._pending())
-            tier, probs = self._decide(question, state_text, deadline)
-            used.update(tier.split("+"))
+        qids = list(request.questions)
+        decided = self._decide_all([request.questions[q] for q in qids], state_text, deadline)
+        pending = set(self._pending())
+        for qid, (tier, probs) in zip(qids, decided):
+            question = request.questions[qid]
             labels = ["true", "false"] if question.type == "noul" else question.labels
+            if tier == "unprepared":
+                answers[qid] = _answer(question.type, labels, [1 / len(labels)] * len(labels), "(no tier ready)")
+                answers[qid]["abstained"] = True
+                answers[qid]["rationale"] += UNPREPARED_NOTE
+                continue
+            note = FAST_ONLY_NOTE if tier == "fast-only" else ""
+            tier = "fast" if tier == "fast-only" else tier
             answers[qid] = _answer(question.type, labels, probs, tier)
-            if len(self._pending()) > waiting:
+            answers[qid]["rationale"] += note
+            used.update(tier.split("+"))
+            if "llm" in tier and pending and self._reference_key(question) in pending:
                 answers[qid]["rationale"] += PENDING_NOTE
-        # Stop filling well before the attempt's end: the core's wait started before this
-        # call did, and an answer that arrives after it is thrown away.
-        self._fill_references(deadline - max(FILL_MARGIN_S, FILL_MARGIN_SHARE * timeout_s))
         if prompts.holds_turn_markers(state_text):
             _abstain_on_markers(answers)
         model = "+".join(LLM_MODEL if t == "llm" else FAST_MODEL for t in sorted(used))
-        return Reply(answers=answers, model=model or FAST_MODEL)
+        return Reply(answers=answers, model=model or (LLM_MODEL if self._use_llm() else FAST_MODEL))
+
+    def _reference_key(self, question: Any) -> str | None:
+        texts = definitions(question)
+        if texts is None:
+            return None
+        ask = _Ask(question, *prompts.build(question))
+        return QuestionPrior.key(*ask.key, *texts)
 
     def health(self, timeout_s: float) -> Health:
         if self._use_llm():
@@ -296,6 +376,15 @@ class EmbeddedProvider(BaseProvider):
         return Health(True, f"fast tier only (described options); {assets.LOCAL_EXTRA_HINT}", FAST_MODEL)
 
 
+class _Ask:
+    """One question's llm work in a request: its prompt, options and reference key parts."""
+
+    def __init__(self, question: Any, prefix: Any, options: list[str]):
+        self.question, self.prefix, self.options = question, prefix, options
+        self.key = ("llm", LLM_MODEL, assets.GGUF_SHA256, prefix.signature(), json.dumps(options))
+        self.probs: Any = None
+
+
 def _blend(llm: Any, fast: Any, weight: float) -> Any:
     """Weighted geometric mean of two distributions over the same options."""
     import numpy as np
@@ -305,9 +394,18 @@ def _blend(llm: Any, fast: Any, weight: float) -> Any:
     return p / p.sum()
 
 
-FILL_MARGIN_S, FILL_MARGIN_SHARE, FILL_MIN_S = 0.1, 0.2, 0.05
-PENDING_NOTE = ("; uncorrected: this question's bias reference is still being computed "
-                "(it finishes over the next requests, then answers are corrected)")
+# A new question's prefix is decoded inline only when, at the measured decode rate, it and the
+# evidence take at most this share of what is left of the attempt; else it is prepared in
+# the background and this request answered without it.
+INLINE_SHARE = 0.5
+PREPARE_TIMEOUT_S = 600.0  # one background decode (a definition); requests pre-empt it anyway
+PENDING_NOTE = ("; uncorrected: this question's bias reference is still being computed in the "
+                "background (answers are corrected once it exists)")
+FAST_ONLY_NOTE = ("; answered by the fast tier alone: the accurate tier's prompt for this question is "
+                  "being prepared in the background, or its decode no longer fitted the time left")
+UNPREPARED_NOTE = ("; abstained: the accurate tier's prompt for this new question is being prepared in "
+                   "the background and the fast tier cannot answer it (options without descriptions); "
+                   "ask again shortly")
 INJECTION_NOTE = ("; the evidence spells chat turn markers (read as plain text, but it may carry a fake "
                   "transcript that steers the answer): abstained")
 

@@ -16,6 +16,12 @@ Recurring questions each keep their own KV sequence (`n_seq_max` slots, least re
 evicted), so a stream that interleaves questions still reuses every cached prefix. Sequence
 0 is the scratch sequence a decision is decoded in.
 
+One context serves every caller of the process (a daemon's clients included): callers are
+served first come, first served (fifo.FifoLock), and background work (a new question's
+prefix, see `prepare`) runs only while no request waits and is aborted the moment one
+arrives, keeping the chunks it finished. Batching concurrent requests' evidence into one
+decode was measured and does not pay on a compute-bound CPU (docs/studies/embedded-engine.md).
+
 This module imports cyllama and numpy: it is only imported when the tier is first used.
 """
 
@@ -34,11 +40,13 @@ from pathlib import Path
 import numpy as np
 from cyllama.llama import llama_cpp as cy
 
+from .fifo import FifoLock
 from .prompts import Prompt, Special
 
 PREFIX_CHUNK = 64
 KV_FILES_KEPT = 64  # ≈ 5 MB each for a 250-token question
 KV_MIN_TOKENS = 32  # shorter prefixes decode faster than a file is worth
+MAX_BRANCHES = 8  # questions whose evidence is decoded in one batch (batch_probs)
 # llama_token_attr bits: tokens with these are never the tokens of plain text
 _ATTR_UNKNOWN, _ATTR_CONTROL, _ATTR_USER_DEFINED = 1, 8, 16
 
@@ -61,6 +69,10 @@ class EngineTimeout(Exception):
     """The decision did not finish within its time budget (the decode was aborted)."""
 
 
+class Preempted(Exception):
+    """Background work gave the engine back to a waiting request (progress kept)."""
+
+
 class LlmEngine:
     """Thread-safe option scorer over one llama.cpp context."""
 
@@ -76,7 +88,7 @@ class LlmEngine:
         cparams.n_ctx = n_ctx
         cparams.n_batch = 512
         cparams.n_ubatch = 512
-        cparams.n_seq_max = n_slots + 1
+        cparams.n_seq_max = n_slots + 1 + MAX_BRANCHES
         cparams.kv_unified = True  # one cache shared by all sequences: copies are free
         cparams.n_threads = n_threads
         cparams.n_threads_batch = n_threads
@@ -87,10 +99,13 @@ class LlmEngine:
         self._slots: OrderedDict[int, _Slot] = OrderedDict(
             (s, _Slot(s)) for s in range(1, n_slots + 1)
         )
-        self._lock = threading.Lock()
+        self._branch_seqs = list(range(n_slots + 1, n_slots + 1 + MAX_BRANCHES))
+        self._lock = FifoLock()
+        self._background = False  # the holder is background work a request may abort
         self._partial: tuple[_Slot, int] | None = None  # prefix chunk being decoded
         self.kv_dir = kv_dir
         self._model_id = Path(path).name
+        self.tokens_per_s = 30.0  # prompt-processing rate, measured as decodes run (see _decode)
         self._first_tokens_cache: dict[tuple[str, ...], list[list[int]] | None] = {}
         self._special_ids: dict[str, int] = {}
         # Tokens plain text must never produce: control tokens (llama.cpp matches them only
@@ -175,7 +190,11 @@ class LlmEngine:
             last_chunk = off + 512 >= len(tokens)
             for i, tok in enumerate(chunk):
                 batch.add(tok, start + off + i, [seq], want_last and last_chunk and i == len(chunk) - 1)
+            t0 = time.perf_counter()
             self.ctx.decode(batch)
+            if len(chunk) >= 16:  # short decodes are dominated by fixed costs, not the rate
+                rate = len(chunk) / max(1e-6, time.perf_counter() - t0)
+                self.tokens_per_s = 0.7 * self.tokens_per_s + 0.3 * rate
 
     def _prefix_slot(self, prefix: list[int]) -> _Slot:
         """A sequence holding `prefix`, decoding only what no slot already has.
@@ -197,12 +216,65 @@ class LlmEngine:
         # finished, so the next call on this question resumes instead of starting over.
         for off in range(keep, len(prefix), PREFIX_CHUNK):
             chunk = prefix[off : off + PREFIX_CHUNK]
+            if self._background and self._lock.waiting():
+                raise InterruptedError  # a request is waiting: give the engine back now
             self._partial = (best, off)
             self._decode(chunk, best.seq, off, want_last=False)
             best.tokens = prefix[: off + len(chunk)]
         self._partial = None
         self._save_prefix(best, prefix)
         return best
+
+    def missing_tokens(self, prefix: Prompt | str) -> int:
+        """Tokens of `prefix` a decision would still have to decode first: 0 when a slot or a
+        KV file holds it (a file load costs milliseconds), else what no slot shares."""
+        toks = self.encode(prefix)
+        have = max((_common_len(s.tokens, toks) for s in self._slots.values()), default=0)
+        if have == len(toks):
+            return 0
+        path = self._kv_file(toks)
+        if path is not None and path.is_file():
+            return 0
+        return len(toks) - have
+
+    def preload(self) -> int:
+        """Reads the most recent prefix KV files back into the slots (at warm-up, before any
+        request's deadline starts); returns how many were loaded."""
+        if self.kv_dir is None or not self.kv_dir.is_dir():
+            return 0
+        files = sorted(self.kv_dir.glob("*.kv"), key=lambda p: p.stat().st_mtime, reverse=True)
+        loaded = 0
+        with self._held(urgent=True, timeout_s=None):
+            for path in files[: len(self._slots)]:
+                try:
+                    header = path.open("rb").readline()
+                    prefix = [int(t) for t in json.loads(header)]
+                except (OSError, ValueError, TypeError):
+                    continue
+                if any(s.tokens == prefix for s in self._slots.values()):
+                    continue
+                slot = next(iter(self._slots.values()))  # least recently used
+                self.ctx.memory_seq_rm(slot.seq, -1, -1)
+                slot.tokens = []
+                self._slots.move_to_end(slot.seq)
+                loaded += self._load_prefix(slot, prefix)
+        return loaded
+
+    def prepare(self, prefix: Prompt | str) -> None:
+        """Decodes `prefix` into a slot (and its KV file) as background work: only while no
+        request waits; Preempted when one arrives (the finished chunks are kept)."""
+        toks = self.encode(prefix)
+        if len(toks) + 32 > self.n_ctx:
+            return
+        with self._held(urgent=False, timeout_s=None):
+            try:
+                self._prefix_slot(toks)
+            except InterruptedError:
+                self._forget_partial()
+                raise Preempted() from None
+
+    def _held(self, urgent: bool, timeout_s: float | None) -> _Hold:
+        return _Hold(self, urgent, timeout_s)
 
     # -- prefix KV on disk: one-shot processes (CLI, hooks) skip re-decoding long questions --
     def _kv_file(self, prefix: list[int]) -> Path | None:
@@ -279,12 +351,13 @@ class LlmEngine:
 
     # -- public ---------------------------------------------------------------------------
     def option_probs(self, prefix: Prompt | str, suffix: Prompt | str, options: list[str],
-                     timeout_s: float = 60.0) -> np.ndarray:
+                     timeout_s: float = 60.0, urgent: bool = True) -> np.ndarray:
         """P(option) for the chat prompt `prefix + suffix`; prefix is cached across calls.
 
         Waiting for the engine and decoding both count against `timeout_s`; past it the
         decode is aborted inside llama.cpp (EngineTimeout), so a long input cannot hold the
-        engine after its caller has given up.
+        engine after its caller has given up. `urgent=False` is background work: it waits
+        for every request and raises Preempted when one arrives while it runs.
         """
         deadline = time.monotonic() + timeout_s
         ptoks = self.encode(prefix)
@@ -294,11 +367,7 @@ class LlmEngine:
             raise ValueError(
                 f"prompt of {total} tokens exceeds the embedded engine's {self.n_ctx}-token context"
             )
-        if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise EngineTimeout("engine busy until the deadline")
-        timer = None
-        try:
-            self.ctx.cancel = False
+        with self._held(urgent, max(0.0, deadline - time.monotonic())):
             timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._abort)
             timer.daemon = True
             timer.start()
@@ -313,15 +382,74 @@ class LlmEngine:
                     scores = np.array([self._full_option_logprob(start, o) for o in options])
             except InterruptedError:
                 self._forget_partial()
+                if not urgent and time.monotonic() < deadline:
+                    raise Preempted() from None
                 raise EngineTimeout(f"decision aborted after {timeout_s:.2f} s") from None
-        finally:
-            if timer is not None:
+            finally:
                 timer.cancel()
-            self.ctx.cancel = False
-            self._lock.release()
         scores -= scores.max()
         p = np.exp(scores)
         return p / p.sum()
+
+    def batch_probs(self, items: list[tuple[Prompt | str, Prompt | str, list[str]]],
+                    timeout_s: float = 60.0, urgent: bool = True) -> list[np.ndarray]:
+        """`option_probs` for several (prefix, suffix, options) at once: each prefix from its
+        slot, then every suffix in one llama.cpp batch, each in its own sequence holding a
+        free copy of its prefix (unified KV cache). One decode instead of one per question
+        halves the wall time of four routing questions on 2 shared cores
+        (benchmarks/embedded_routing.py); the prompts, and so the answers, are the
+        per-question ones. Options of an item must differ in their first token."""
+        if not 1 <= len(items) <= MAX_BRANCHES:
+            raise ValueError(f"{len(items)} items; 1..{MAX_BRANCHES} allowed")
+        deadline = time.monotonic() + timeout_s
+        encoded = [(self.encode(p), self.encode(s)) for p, s, _ in items]
+        firsts = [self._first_tokens(tuple(opts)) for _, _, opts in items]
+        if any(f is None for f in firsts) or not all(st for _, st in encoded):
+            raise ValueError("every item needs a suffix and options with distinct first tokens")
+        for ptoks, stoks in encoded:
+            if len(ptoks) + len(stoks) + 32 > self.n_ctx:
+                raise ValueError(f"prompt of {len(ptoks) + len(stoks) + 32} tokens exceeds the embedded "
+                                 f"engine's {self.n_ctx}-token context")
+        with self._held(urgent, max(0.0, deadline - time.monotonic())):
+            timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._abort)
+            timer.daemon = True
+            timer.start()
+            try:
+                slots = [self._prefix_slot(ptoks) for ptoks, _ in encoded]
+                batch = cy.LlamaBatch(n_tokens=sum(len(st) for _, st in encoded), embd=0, n_seq_max=1)
+                last, k = [], 0
+                for seq, slot, (ptoks, stoks) in zip(self._branch_seqs, slots, encoded):
+                    self.ctx.memory_seq_rm(seq, -1, -1)
+                    self.ctx.memory_seq_cp(slot.seq, seq, -1, -1)
+                    for j, tok in enumerate(stoks):
+                        batch.add(tok, len(ptoks) + j, [seq], j == len(stoks) - 1)
+                    k += len(stoks)
+                    last.append(k - 1)
+                t0 = time.perf_counter()
+                self.ctx.decode(batch)
+                self.tokens_per_s = 0.7 * self.tokens_per_s + 0.3 * k / max(1e-6, time.perf_counter() - t0)
+                out = []
+                for idx, first in zip(last, firsts):
+                    lp = np.asarray(self.ctx.get_logits_ith(idx), dtype=np.float64)
+                    lp -= lp.max()
+                    lp -= np.log(np.exp(lp).sum())
+                    scores = np.array([np.logaddexp.reduce(lp[f]) for f in first])
+                    p = np.exp(scores - scores.max())
+                    out.append(p / p.sum())
+            except InterruptedError:
+                self._forget_partial()
+                if not urgent and time.monotonic() < deadline:
+                    raise Preempted() from None
+                raise EngineTimeout(f"decision aborted after {timeout_s:.2f} s") from None
+            finally:
+                timer.cancel()
+                for seq in self._branch_seqs:
+                    self.ctx.memory_seq_rm(seq, -1, -1)
+        return out
+
+    def scorable_at_once(self, options: list[str]) -> bool:
+        """True when the options differ in their first token (what batch_probs needs)."""
+        return self._first_tokens(tuple(options)) is not None
 
     def _abort(self) -> None:
         self.ctx.cancel = True
@@ -334,6 +462,31 @@ class LlmEngine:
             slot.tokens = slot.tokens[:done]
             self._partial = None
         self.ctx.memory_seq_rm(0, -1, -1)
+
+
+class _Hold:
+    """The engine held by one caller: FIFO among requests; background work yields."""
+
+    def __init__(self, engine: LlmEngine, urgent: bool, timeout_s: float | None):
+        self.engine, self.urgent, self.timeout_s = engine, urgent, timeout_s
+
+    def __enter__(self) -> None:
+        engine = self.engine
+        # background work holding the engine is aborted the moment a request queues
+        if not engine._lock.acquire(timeout=self.timeout_s, urgent=self.urgent, preempt=engine._abort):
+            raise EngineTimeout("engine busy until the deadline")
+        engine._background = not self.urgent
+        engine.ctx.cancel = False
+        if not self.urgent and engine._lock.waiting():
+            # a request arrived between our turn and clearing the flag
+            engine._background = False
+            engine._lock.release()
+            raise Preempted()
+
+    def __exit__(self, *exc: object) -> None:
+        self.engine._background = False
+        self.engine.ctx.cancel = False
+        self.engine._lock.release()
 
 
 def _common_len(a: list[int], b: list[int]) -> int:
