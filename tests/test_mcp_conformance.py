@@ -49,8 +49,8 @@ EXCLUDED = {
                     "server-to-client sampling/elicitation from a fixture tool; our tools never ask the client"),
     **dict.fromkeys(["server-sse-polling", "server-sse-multiple-streams"],
                     "Streamable HTTP SSE stream behaviour, which here belongs to the bridge, not to this stdio server"),
-    "dns-rebinding-protection": "Host/Origin checks of an HTTP listener: the bridge's today (it does not check), "
-                                "the HTTP serve mode's when that lands",
+    "dns-rebinding-protection": "Host/Origin checks of an HTTP listener: the bridge's here; the gateway's own "
+                                "listener passes it against `system1 serve`'s /mcp in tests/test_http_mcp.py",
     **dict.fromkeys(["resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
                      "resources-subscribe", "resources-unsubscribe"], "no resources capability"),
     **dict.fromkeys(["prompts-list", "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource",

@@ -227,6 +227,13 @@ def _request_id(payload: Any) -> str:
     return uuid.uuid4().hex
 
 
+def error_result(kind: str, error: GatewayError, request_id: str | None = None) -> dict[str, Any]:
+    """A judge (`kind="judge"`) or decide result for a request a face refused before the core
+    saw it (an unreadable body, an unknown query parameter): the same shape as any result."""
+    judged = _judge_result(request_id or uuid.uuid4().hex, [], time.perf_counter(), error=error.as_dict())
+    return judged if kind == "judge" else _decide_response(judged)
+
+
 def _judge_result(rid, chain, started, *, answers=None, provider=None, model=None,
                   attempts=None, usage=None, error=None) -> dict[str, Any]:
     return {

@@ -51,10 +51,10 @@ from starlette.routing import Route
 
 from . import __version__
 from .config import Config, load_config
-from .core import Gateway, _decide_response, _judge_result
+from .core import Gateway, error_result
 from .errors import (
     ALL_COOLING, CONFIG_ERROR, DEADLINE_EXCEEDED, INTERNAL_ERROR, INVALID_REQUEST, MALFORMED_RESPONSE,
-    PROVIDER_ERROR, PROVIDER_TIMEOUT, ConfigError,
+    PROVIDER_ERROR, PROVIDER_TIMEOUT, ConfigError, InvalidRequest,
 )
 from .logs import LOGGER, configure, request_id_var
 from .metrics import CONTENT_TYPE, Metrics, face_var, instrument
@@ -309,7 +309,7 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, allowed_hosts: A
     app.state.activity = Activity()
     app.state.stopping = asyncio.Event()
     _add_routes(app)
-    app.include_router(jev_router)
+    app.include_router(jev_router, responses=_guard_responses())
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions), include_in_schema=False))
     app.add_exception_handler(StarletteHTTPException, _http_exception)
     app.add_exception_handler(RequestValidationError, _validation_exception)
@@ -450,11 +450,7 @@ def _provider_problem(gateway: Gateway, provider: str | None) -> str | None:
 def _rejected(request: Request, kind: str, message: str) -> dict[str, Any]:
     """The gateway's own error result shape for a request it never saw (unreadable body,
     unknown ?provider=), counted like any other result."""
-    import uuid
-
-    judged = _judge_result(uuid.uuid4().hex, [], time.perf_counter(),
-                           error={"code": INVALID_REQUEST, "message": message})
-    result = judged if kind == "judge" else _decide_response(judged)
+    result = error_result(kind, InvalidRequest(message))
     request.app.state.metrics.observe("http", result)
     return result
 

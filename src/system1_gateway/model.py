@@ -160,7 +160,8 @@ class JudgeRequest(_Strict):
     state: Text = Field(description="The evidence: text, an object, or a list of records")
     questions: dict[Identifier, Question] = Field(min_length=1, max_length=MAX_QUESTIONS)
     min_confidence: float | None = Field(default=None, ge=0, le=1)
-    deadline_s: float | None = Field(default=None, gt=0, le=600, description="overrides the configured deadline_s")
+    # Below 10 ms no engine can answer: such a deadline is a mistake, refused up front.
+    deadline_s: float | None = Field(default=None, ge=0.01, le=600, description="overrides the configured deadline_s")
 
     _unit = field_validator("min_confidence")(_finite_unit)
     _raw = model_validator(mode="before")(_sane)
