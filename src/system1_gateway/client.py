@@ -32,6 +32,7 @@ from .paths import config_path
 CONNECT_TIMEOUT_S = 0.5  # loopback: a live daemon accepts in microseconds; a dead one refuses at once
 MARGIN_S = 0.5  # past the deadline: the core answers within deadline + 50 ms, plus the HTTP round trip
 READY_POLL_S = 0.05
+MIN_DEADLINE_S = 0.01  # model.py's smallest deadline_s
 ROUTE = "daemon"  # the `provider` of the attempt that says which path answered
 
 # Defaults of config.py's GatewaySettings / ServeSettings, read here without pydantic;
@@ -318,11 +319,18 @@ def in_process(gateway: Any, kind: str, payload: Any, provider: str | None, rout
 
 def _within(gateway: Any, kind: str, payload: Any, provider: str | None, remaining_s: float) -> dict[str, Any]:
     """Run with the deadline cut to what is left (a request's own deadline_s included); with
-    nothing left the chain answers deadline_exceeded, a clean error."""
+    nothing left the answer is deadline_exceeded, a clean error."""
     import copy
     import dataclasses
 
-    left = max(remaining_s, 0.001)
+    if remaining_s < MIN_DEADLINE_S:  # below what a request may ask for: nothing left to run
+        from .core import error_result  # the in-process path: the core is loaded already
+        from .errors import DEADLINE_EXCEEDED, GatewayError
+
+        rid = payload.get("request_id") if isinstance(payload, dict) else None
+        return error_result(kind, GatewayError("the deadline ran out while the daemon failed to answer",
+                                               DEADLINE_EXCEEDED), rid if isinstance(rid, str) else None)
+    left = remaining_s
     own = payload.get("deadline_s") if isinstance(payload, dict) else None
     if isinstance(own, (int, float)) and not isinstance(own, bool) and 0 < own <= 600:
         payload = {**payload, "deadline_s": min(own, left)}
