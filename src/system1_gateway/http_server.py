@@ -553,6 +553,11 @@ class Serving:
     """One `system1 serve` run: `run()` blocks serving; `stop()` (any thread) is graceful."""
 
     def __init__(self, host: str | None = None, port: int | None = None, gateway: Gateway | None = None):
+        from . import providers
+
+        # This process is the server: its embedded rungs load their own engine, never
+        # delegate to a daemon (which may be this very process).
+        providers.serving_here = True
         self._gateway = gateway
         settings = (gateway.config if gateway is not None else _config()).serve
         self.settings = settings
