@@ -76,6 +76,9 @@ def run_phase(phase: str, limit: int) -> dict:
         return {}
     provider = EmbeddedProvider("embedded", {})
     gateway = Gateway(Config(gateway=GatewaySettings()), providers={"embedded": provider})  # defaults: 5 s / 8 s
+    if phase == "concurrent":
+        provider.warm()
+        return concurrent(provider, gateway, questions, [p for p, _ in prompts])
     t0 = time.perf_counter()
     provider.warm()
     out: dict = {"warm_s": time.perf_counter() - t0, "four": [], "single": []}
@@ -88,6 +91,51 @@ def run_phase(phase: str, limit: int) -> dict:
                 t = time.perf_counter()
                 result = gateway.judge({"state": state, "questions": {qid: q}, "min_confidence": 0})
                 out["single"].append(_row(result, time.perf_counter() - t, {qid: lab[qid]}))
+    return out
+
+
+def concurrent(provider, gateway, questions: dict, states: list[str]) -> dict:
+    """N clients at once, each one single-question judge (`specified`, tier llm so every
+    request decodes) on its own prompt, served FIFO by the provider (one decode each); and,
+    at engine level, the same N evidences decoded one after another against all N in one
+    llama.cpp batch (LlmEngine.batch_probs): what batching concurrent requests would gain."""
+    import threading
+
+    from system1_gateway.model import parse_judge
+    from system1_gateway.providers.embedded import EmbeddedProvider
+    from system1_gateway.providers.embedded import prompts as P
+
+    question = {"specified": questions["specified"]}
+    llm_only = EmbeddedProvider("embedded", {"tier": "llm"})
+    llm_only._llm = engine = provider._llm_engine()
+    prefix, options = P.build(parse_judge({"state": "s", "questions": question}).questions["specified"])
+    out: dict = {}
+    for n in (2, 4):
+        fifo_lat, fifo_wall, seq_wall, batch_wall = [], [], [], []
+        for r in range(0, len(states) - n + 1, n):
+            group = states[r:r + n]
+            lat = [0.0] * n
+
+            def client(i: int) -> None:
+                t = time.perf_counter()
+                llm_only.judge(parse_judge({"state": group[i], "questions": question}), 60)
+                lat[i] = time.perf_counter() - t
+            threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+            t = time.perf_counter()
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            fifo_wall.append(time.perf_counter() - t)
+            fifo_lat += lat
+            t = time.perf_counter()
+            for s in group:
+                engine.option_probs(prefix, P.suffix(s), options, 60)
+            seq_wall.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            engine.batch_probs([(prefix, P.suffix(s), options) for s in group], 60)
+            batch_wall.append(time.perf_counter() - t)
+        out[n] = {"fifo_lat": fifo_lat, "fifo_wall": fifo_wall, "seq_wall": seq_wall, "batch_wall": batch_wall}
     return out
 
 
@@ -146,7 +194,7 @@ def new_state(models: Path) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=int, default=0, help="first N prompts only")
-    ap.add_argument("--phases", default="warm,fresh")
+    ap.add_argument("--phases", default="warm,fresh", help="warm, fresh, concurrent (comma-separated)")
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("--json", type=Path, help="also write the raw rows here")
     args = ap.parse_args()
@@ -156,6 +204,7 @@ def main() -> int:
     from system1_gateway.providers.embedded import assets
 
     models = assets.gguf_path().parent  # joins and verifies once, outside every measurement
+    load_before = os.getloadavg()[0]
     phases = args.phases.split(",")
     results: dict[str, dict] = {}
     states = []
@@ -165,6 +214,11 @@ def main() -> int:
             states.append(state)
             spawn("prime", state, args.limit)
             results["warm"] = spawn("warm", state, args.limit)
+        if "concurrent" in phases:
+            if not states:
+                states.append(new_state(models))
+                spawn("prime", states[0], args.limit)
+            results["concurrent"] = spawn("concurrent", states[0], args.limit)
         if "fresh" in phases:
             state = new_state(models)
             states.append(state)
@@ -173,7 +227,7 @@ def main() -> int:
         for state in states:
             shutil.rmtree(state, ignore_errors=True)
 
-    print(f"load average before/after: {os.getloadavg()[0]:.2f} (1 min); {os.cpu_count()} CPUs; "
+    print(f"load average (1 min) before / after: {load_before:.2f} / {os.getloadavg()[0]:.2f}; {os.cpu_count()} CPUs; "
           f"defaults timeout_s 5, deadline_s 8; tier auto")
     if "warm" in results:
         w = results["warm"]
@@ -188,6 +242,14 @@ def main() -> int:
         f = results["fresh"]
         print(f"fresh phase: warm() {f['warm_s']:.2f} s")
         summarize("fresh state, four questions", f["four"])
+    if "concurrent" in results:
+        for n, c in results["concurrent"].items():
+            print(f"{n} clients at once, one llm question each, served FIFO: per request p50 "
+                  f"{statistics.median(c['fifo_lat']) * 1000:.0f} ms p95 {pct(c['fifo_lat'], 0.95) * 1000:.0f} ms, "
+                  f"all {n} done p50 {statistics.median(c['fifo_wall']) * 1000:.0f} ms")
+            print(f"{'':<4}engine only, the {n} evidences one after another p50 {statistics.median(c['seq_wall']) * 1000:.0f} ms "
+                  f"p95 {pct(c['seq_wall'], 0.95) * 1000:.0f} ms | in one batch p50 {statistics.median(c['batch_wall']) * 1000:.0f} ms "
+                  f"p95 {pct(c['batch_wall'], 0.95) * 1000:.0f} ms")
     if args.json:
         args.json.write_text(json.dumps(results))
     return 0

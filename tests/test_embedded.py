@@ -264,7 +264,8 @@ def test_a_flood_of_destructive_commands_changes_no_later_answer(llm_gateway, qu
                 for s in states]
 
     probes = ["rm -rf build/", "ls -la", "cat README.md"]
-    answers(["git status"])  # a new question's first answer computes its reference, once
+    answers(["git status"])  # a new question's first answer queues its reference, computed once
+    assert provider.wait_prepared(600)  # in the background
     before = answers(probes)
     flood = answers(FLOOD)
     assert sum(a["p_true"] > 0.5 for a in flood) >= 36  # they are destructive, and read as such

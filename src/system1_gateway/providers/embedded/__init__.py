@@ -235,7 +235,8 @@ class EmbeddedProvider(BaseProvider):
             self._local.pending = []
         return self._local.pending
 
-    def _llm_asks(self, questions: list[Any], state_text: str, deadline: float, optional: list[bool]) -> list[Any]:
+    def _llm_asks(self, questions: list[Any], state_text: str, deadline: float, optional: list[bool],
+                  timeout_s: float) -> list[Any]:
         """The llm's answers to `questions` on one evidence, position for position; None for
         a question whose prompt prefix is not prepared and would not be within this request's
         budget (its preparation is queued), or an `optional` one (the fast tier has an
@@ -260,13 +261,20 @@ class EmbeddedProvider(BaseProvider):
         groups = [ready[k:k + MAX_BRANCHES] for k in range(0, len(ready), MAX_BRANCHES)] if together else [[i] for i in ready]
         try:
             for group in groups:
-                if all(optional[i] for i in group) and len(group) * evidence / engine.tokens_per_s > deadline - time.monotonic():
-                    continue  # the fast tier's answers stand: better than a timeout of the whole request
-                if together:
-                    probs = engine.batch_probs([(asks[i].prefix, suffix, asks[i].options) for i in group],
-                                               deadline - time.monotonic())
-                else:
-                    probs = [self._ask_one(engine, asks[i], state_text, deadline) for i in group]
+                # A group the fast tier has answers for stops short of the attempt's end (the
+                # core's clock started before ours): its answers then stand, not a timeout.
+                spare = all(optional[i] for i in group)
+                until = deadline - (max(SPARE_MARGIN_S, SPARE_MARGIN_SHARE * timeout_s) if spare else 0.0)
+                try:
+                    if together:
+                        probs = engine.batch_probs([(asks[i].prefix, suffix, asks[i].options) for i in group],
+                                                   until - time.monotonic())
+                    else:
+                        probs = [self._ask_one(engine, asks[i], state_text, until) for i in group]
+                except EngineTimeout:
+                    if not spare:
+                        raise
+                    continue
                 for i, p in zip(group, probs):
                     asks[i].probs = p
         except EngineTimeout as exc:
@@ -311,7 +319,8 @@ class EmbeddedProvider(BaseProvider):
         key = ("fast", FAST_MODEL, assets.MINILM_ONNX_SHA256, json.dumps(descriptions))
         return self._corrected(probs, definitions(question), key, lambda text: engine.option_probs(text, descriptions))
 
-    def _decide_all(self, questions: list[Any], state_text: str, deadline: float) -> list[tuple[str, Any]]:
+    def _decide_all(self, questions: list[Any], state_text: str, deadline: float,
+                    timeout_s: float) -> list[tuple[str, Any]]:
         """(tier, probabilities) per question. Tiers: `llm`, `fast`, `llm+fast`; `fast-only`
         (the llm was wanted but is not prepared or out of time); `unprepared` (no tier can
         answer now: probabilities None)."""
@@ -319,7 +328,8 @@ class EmbeddedProvider(BaseProvider):
         fast = [None if r == "llm" else self._ask_fast(q, state_text) for q, r in zip(questions, routes)]
         want = [i for i, (r, f) in enumerate(zip(routes, fast))
                 if r == "llm" or (r == "blend" and f.max() < self.settings.fast_accept)]
-        llm = self._llm_asks([questions[i] for i in want], state_text, deadline, [fast[i] is not None for i in want]) if want else []
+        llm = self._llm_asks([questions[i] for i in want], state_text, deadline,
+                             [fast[i] is not None for i in want], timeout_s) if want else []
         out = [("fast", f) for f in fast]
         for i, p in zip(want, llm):
             if p is None:
@@ -335,7 +345,7 @@ class EmbeddedProvider(BaseProvider):
         used: set[str] = set()
         self._local.pending = []
         qids = list(request.questions)
-        decided = self._decide_all([request.questions[q] for q in qids], state_text, deadline)
+        decided = self._decide_all([request.questions[q] for q in qids], state_text, deadline, timeout_s)
         pending = set(self._pending())
         for qid, (tier, probs) in zip(qids, decided):
             question = request.questions[qid]
@@ -398,6 +408,7 @@ def _blend(llm: Any, fast: Any, weight: float) -> Any:
 # evidence take at most this share of what is left of the attempt; else it is prepared in
 # the background and this request answered without it.
 INLINE_SHARE = 0.5
+SPARE_MARGIN_S, SPARE_MARGIN_SHARE = 0.1, 0.05  # before the attempt's end, for answers the fast tier has
 PREPARE_TIMEOUT_S = 600.0  # one background decode (a definition); requests pre-empt it anyway
 PENDING_NOTE = ("; uncorrected: this question's bias reference is still being computed in the "
                 "background (answers are corrected once it exists)")

@@ -1,0 +1,164 @@
+"""The embedded engine's latency guarantees with the real model (issue 10 item 5):
+
+* a question never seen before answers within the default deadline (its prompt prefix and
+  reference are prepared in the background; the rationale says what answered meanwhile);
+* `warm()` reads known questions' prefixes back, so the first request pays none of it;
+* several questions on one evidence are decoded in one batch, with the per-question
+  prompts: the same answers as asking each alone (up to llama.cpp's batch arithmetic);
+* a request arriving while the background prepares is served first.
+
+Marked `models`: they load the accurate tier (slow on 2 cores); CI runs them."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.core import Gateway
+from system1_gateway.model import parse_judge
+from system1_gateway.providers.embedded import EmbeddedProvider, assets, prompts
+
+from conftest import require
+
+DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev.jsonl"
+ROUTING = ("read_only", "design", "review", "specified")
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory):
+    require(assets.llm_available(), "the accurate tier (pip install '.[local]')")
+    return tmp_path_factory.mktemp("latency-state")
+
+
+@pytest.fixture
+def in_state(state, monkeypatch):
+    monkeypatch.setenv("SYSTEM1_STATE_DIR", str(state))
+    return state
+
+
+@pytest.fixture(scope="module")
+def provider(state):
+    """One warmed engine for the module, in its own state dir; `fast_accept` above 1 so every
+    described question also wants the llm (the paths under test)."""
+    import os
+
+    old = os.environ.get("SYSTEM1_STATE_DIR")
+    os.environ["SYSTEM1_STATE_DIR"] = str(state)
+    try:
+        engine = EmbeddedProvider("embedded", {"fast_accept": 1.01})
+        engine.warm()
+        yield engine
+        engine.close()
+    finally:
+        if old is None:
+            os.environ.pop("SYSTEM1_STATE_DIR", None)
+        else:
+            os.environ["SYSTEM1_STATE_DIR"] = old
+
+
+def default_gateway(provider):
+    return Gateway(Config(gateway=GatewaySettings()), providers={"embedded": provider})  # 5 s / 8 s
+
+
+def long_criteria(topic):
+    """A described yes/no question with ≈ 300 tokens of criteria, new to the engine."""
+    filler = ("It covers every variant of the situation, whatever the wording, the tooling or the "
+              "platform, and it holds for scripts, services, notebooks and configuration alike. ")
+    return {"type": "noul", "instructions": f"Is this request about {topic}?", "criteria": {
+        "true": f"About {topic}: the request concerns {topic} directly. " + filler * 4,
+        "false": f"Not about {topic}: the request concerns something else entirely. " + filler * 4}}
+
+
+def routing_questions():
+    rows = [json.loads(line) for line in DEV.read_text().splitlines() if line.strip()]
+    return {t: next(r["question"] for r in rows if r["task"] == t) for t in ROUTING}
+
+
+@pytest.mark.models
+def test_a_new_question_with_long_criteria_answers_within_the_default_deadline(provider, in_state):
+    question = long_criteria("database migrations")
+    prefix, _ = prompts.build(parse_judge({"state": "s", "questions": {"q": question}}).questions["q"])
+    criteria_tokens = len(provider._llm_engine().encode(question["criteria"]["true"] + question["criteria"]["false"]))
+    assert 250 <= criteria_tokens <= 300
+    gateway = default_gateway(provider)
+    t0 = time.perf_counter()
+    first = gateway.judge({"state": "Add a column to the invoices table in a new Alembic migration.",
+                           "questions": {"q": question}})
+    assert time.perf_counter() - t0 < 8.05
+    assert first["status"] == "answered", first["error"]
+    assert [a["outcome"] for a in first["attempts"]] == ["ok"]
+    answer = first["answers"]["q"]
+    assert answer["rationale"].startswith("embedded fast:") and "prepared in the background" in answer["rationale"]
+    assert provider.wait_prepared(600)
+    assert provider._llm_engine().missing_tokens(prefix) == 0
+    later = gateway.judge({"state": "Add a column to the invoices table in a new Alembic migration.",
+                           "questions": {"q": question}})["answers"]["q"]
+    assert later["rationale"].startswith("embedded llm+fast:")
+    assert "background" not in later["rationale"]  # prefix and reference both done
+
+
+@pytest.mark.models
+def test_a_new_undescribed_question_is_abstained_not_failed_while_it_is_prepared(provider, in_state):
+    # bare yes/no: the fast tier cannot answer it, and ≈ 300 tokens of instructions do not
+    # fit the default budget at 2 cores' decode rate
+    question = {"type": "noul", "instructions": "Does this request concern the billing service? " + "Consider the whole request carefully, including every file, command and service it names. " * 14}
+    gateway = default_gateway(provider)
+    t0 = time.perf_counter()
+    first = gateway.judge({"state": "Refund order 42 twice.", "questions": {"q": question}, "min_confidence": 0})
+    assert time.perf_counter() - t0 < 8.05
+    assert first["status"] == "answered", first["error"]
+    answer = first["answers"]["q"]
+    assert answer["abstained"] and answer["p_true"] == 0.5
+    assert "being prepared in the background" in answer["rationale"]
+    assert provider.wait_prepared(600)
+    later = gateway.judge({"state": "Refund order 42 twice.", "questions": {"q": question}, "min_confidence": 0})
+    assert later["answers"]["q"]["rationale"].startswith("embedded llm:") and not later["answers"]["q"]["abstained"]
+
+
+@pytest.mark.models
+def test_warm_reads_known_prefixes_back_before_any_request(provider, in_state):
+    questions = routing_questions()
+    request = parse_judge({"state": "s", "questions": questions})
+    engine = provider._llm_engine()
+    for q in request.questions.values():  # make sure each prefix is on disk
+        engine.prepare(prompts.build(q)[0])
+    fresh = EmbeddedProvider("embedded", {})
+    fresh.warm()
+    held = [slot.tokens for slot in fresh._llm._slots.values()]
+    for q in request.questions.values():
+        tokens = fresh._llm.encode(prompts.build(q)[0])
+        assert tokens in held  # in a KV slot already, not just on disk
+    fresh.close()
+
+
+@pytest.mark.models
+def test_several_questions_in_one_batch_answer_as_each_alone(provider, in_state):
+    questions = routing_questions()
+    provider_llm = EmbeddedProvider("embedded", {"tier": "llm"})  # llm only: the batched path itself
+    provider_llm._llm = provider._llm_engine()
+    state = "Look over my staged diff and tell me if anything looks wrong before I commit."
+    together = provider_llm.judge(parse_judge({"state": state, "questions": questions}), 600).answers
+    assert provider_llm.wait_prepared(600)
+    together = provider_llm.judge(parse_judge({"state": state, "questions": questions}), 600).answers
+    for qid, q in questions.items():
+        alone = provider_llm.judge(parse_judge({"state": state, "questions": {qid: q}}), 600).answers[qid]
+        assert abs(alone["p_true"] - together[qid]["p_true"]) < 0.1, qid  # measured ≤ 0.054 on dev prompts
+        assert together[qid]["rationale"].startswith("embedded llm:")
+
+
+@pytest.mark.models
+def test_a_request_is_served_before_background_preparation(provider, in_state):
+    gateway = default_gateway(provider)
+    known = {"type": "noul", "instructions": "Is this about tests?"}
+    gateway.judge({"state": "run pytest", "questions": {"k": known}})  # short: prepared inline
+    provider.judge(parse_judge({"state": "x", "questions": {"n": long_criteria("observability")}}), 5)
+    assert provider._preparer.pending()  # the new question is being prepared
+    t0 = time.perf_counter()
+    result = gateway.judge({"state": "pytest -k slow", "questions": {"k": known}})
+    elapsed = time.perf_counter() - t0
+    assert result["status"] == "answered", result["error"]
+    assert result["answers"]["k"]["rationale"].startswith("embedded llm:")
+    assert elapsed < 5  # not queued behind seconds of background decoding
+    assert provider.wait_prepared(600)  # and the background work still completed
