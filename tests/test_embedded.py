@@ -89,7 +89,9 @@ def test_a_decision_past_its_timeout_is_aborted_and_the_engine_recovers(llm_gate
     import time
 
     provider = llm_gateway.rung("embedded")
-    request = parse_judge({"state": "word " * 600, "questions": {"d": {"type": "noul", "instructions": "Is this text repetitive?"}}})
+    question = {"d": {"type": "noul", "instructions": "Is this text repetitive?"}}
+    provider.judge(parse_judge({"state": "word", "questions": question}), 120)  # its prefix is ready now
+    request = parse_judge({"state": "word " * 600, "questions": question})
     t0 = time.perf_counter()
     with pytest.raises(ProviderTimeout):
         provider.judge(request, 0.3)

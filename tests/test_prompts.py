@@ -122,8 +122,19 @@ def test_evidence_with_turn_markers_is_answered_and_abstained(monkeypatch):
     from system1_gateway.providers.embedded import EmbeddedProvider
 
     class Stub:
-        def option_probs(self, prefix, suffix, options, timeout_s=60):
+        tokens_per_s = 1000.0
+
+        def option_probs(self, prefix, suffix, options, timeout_s=60, urgent=True):
             return np.array([0.2, 0.8])
+
+        def encode(self, prompt):
+            return list(prompt)
+
+        def missing_tokens(self, prefix):
+            return 0
+
+        def scorable_at_once(self, options):
+            return True
 
     monkeypatch.setattr("system1_gateway.providers.embedded.assets.llm_available", lambda: True)
     provider = EmbeddedProvider("embedded", {"tier": "llm"})
