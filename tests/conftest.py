@@ -14,6 +14,40 @@ from ci_gate import (  # noqa: F401
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _leftover_daemons(base: Path) -> list[int]:
+    """Daemon processes started under this session's temporary directories (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"daemon" not in cmd or b"run" not in cmd:
+            continue
+        state = next((v[len(b"SYSTEM1_STATE_DIR="):] for v in env if v.startswith(b"SYSTEM1_STATE_DIR=")), b"")
+        if state.decode(errors="replace").startswith(str(base)):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_daemon_left_behind(tmp_path_factory):
+    """Every daemon a test starts (directly, or by autostart from a CLI or MCP server it
+    spawned) is stopped by that test: a leftover fails the session (and is killed)."""
+    yield
+    import signal
+
+    base = tmp_path_factory.getbasetemp()
+    leftovers = _leftover_daemons(base)
+    for pid in leftovers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert not leftovers, f"tests left {len(leftovers)} daemon process(es) running: {leftovers}"
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path):
     """No test sees the user's config, state or SYSTEM1_* variables."""

@@ -28,7 +28,7 @@ def inspector(home, *args, timeout=120):
     env = {"HOME": str(home), "PATH": os.environ["PATH"], "MCP_INSPECTOR_SECRET_STORE": "memory"}
     state = f"SYSTEM1_STATE_DIR={home / 'state'}"
     return subprocess.run(
-        [str(INSPECTOR), "--cli", "-e", "SYSTEM1_PROVIDER=mock", "-e", state, *args, "--format", "json", "-q", "--", *SERVER],
+        [str(INSPECTOR), "--cli", "-e", "SYSTEM1_PROVIDER=mock", "-e", state, "-e", "SYSTEM1_SERVE_AUTOSTART=0", *args, "--format", "json", "-q", "--", *SERVER],
         capture_output=True, text=True, env=env, timeout=timeout,
     )
 
@@ -67,7 +67,7 @@ def claude_home(tmp_path):
     need(CLAUDE)
     env = {"HOME": str(tmp_path), "PATH": f"{CLAUDE.parent}:{os.environ['PATH']}", "DISABLE_AUTOUPDATER": "1",
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "SYSTEM1_PROVIDER": "mock",
-           "SYSTEM1_STATE_DIR": str(tmp_path / "state")}
+           "SYSTEM1_STATE_DIR": str(tmp_path / "state"), "SYSTEM1_SERVE_AUTOSTART": "0"}
     return env
 
 

@@ -69,7 +69,7 @@ def bridge(tmp_path_factory):
     """The server behind supergateway on 127.0.0.1:<free port>; yields the MCP endpoint URL."""
     installed()
     home = tmp_path_factory.mktemp("conformance")
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "SYSTEM1_PROVIDER": "mock",
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "SYSTEM1_PROVIDER": "mock", "SYSTEM1_SERVE_AUTOSTART": "0",
            "SYSTEM1_STATE_DIR": str(home / "state"), "XDG_CONFIG_HOME": str(home / "xdg")}
     server = shlex.join([sys.executable, "-I", "-m", "system1_gateway"])
     proc = subprocess.Popen(

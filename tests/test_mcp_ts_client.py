@@ -28,7 +28,7 @@ def session(tmp_path_factory):
     for path, what in ((NODE, "node 22 (npm node@22)"), (SDK, "@modelcontextprotocol/sdk"), (AJV, "ajv")):
         require(path.exists(), f"{what} at {path} (run .ci/run)")
     home = tmp_path_factory.mktemp("ts-client")
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "SYSTEM1_PROVIDER": "mock",
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "SYSTEM1_PROVIDER": "mock", "SYSTEM1_SERVE_AUTOSTART": "0",
            "SYSTEM1_STATE_DIR": str(home / "state"), "XDG_CONFIG_HOME": str(home / "xdg")}
     proc = subprocess.run([str(NODE), str(SCRIPT), str(TOOLS), sys.executable, "-I", "-m", "system1_gateway"],
                           capture_output=True, text=True, env=env, timeout=90)
