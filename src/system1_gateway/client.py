@@ -282,6 +282,9 @@ def ask(path: str, payload: Any, *, provider: str | None = None, started: float 
     daemon, same = locate(settings)
     if daemon is None and (settings.autostart if autostart is None else autostart):
         daemon, same = start_daemon(settings)
+        # Waiting for the new daemon's models is load time (the load budget), never the
+        # request's deadline, as in the core.
+        started = time.monotonic()
     if daemon is None:
         return Routed()
     if not same:
