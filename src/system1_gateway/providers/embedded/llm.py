@@ -36,6 +36,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 from cyllama.llama import llama_cpp as cy
@@ -381,10 +382,7 @@ class LlmEngine:
                     start = len(ptoks) + len(stoks)
                     scores = np.array([self._full_option_logprob(start, o) for o in options])
             except InterruptedError:
-                self._forget_partial()
-                if not urgent and time.monotonic() < deadline:
-                    raise Preempted() from None
-                raise EngineTimeout(f"decision aborted after {timeout_s:.2f} s") from None
+                self._aborted(urgent, deadline, timeout_s)
             finally:
                 timer.cancel()
         scores -= scores.max()
@@ -437,10 +435,7 @@ class LlmEngine:
                     p = np.exp(scores - scores.max())
                     out.append(p / p.sum())
             except InterruptedError:
-                self._forget_partial()
-                if not urgent and time.monotonic() < deadline:
-                    raise Preempted() from None
-                raise EngineTimeout(f"decision aborted after {timeout_s:.2f} s") from None
+                self._aborted(urgent, deadline, timeout_s)
             finally:
                 timer.cancel()
                 for seq in self._branch_seqs:
@@ -453,6 +448,14 @@ class LlmEngine:
 
     def _abort(self) -> None:
         self.ctx.cancel = True
+
+    def _aborted(self, urgent: bool, deadline: float, timeout_s: float) -> NoReturn:
+        """A decode was interrupted: preempted by a waiting request (background work, time
+        left) or out of time."""
+        self._forget_partial()
+        if not urgent and time.monotonic() < deadline:
+            raise Preempted() from None
+        raise EngineTimeout(f"decision aborted after {timeout_s:.2f} s") from None
 
     def _forget_partial(self) -> None:
         """After an abort: drop a half-decoded prefix chunk and the scratch sequence."""
