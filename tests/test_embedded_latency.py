@@ -22,7 +22,9 @@ from system1_gateway.providers.embedded import EmbeddedProvider, assets, prompts
 
 from conftest import require
 
-DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev.jsonl"
+# The four routing questions exactly as the hooks will send them (copied from the dev set's
+# question texts: the repository is tested without ../shared).
+ROUTING_QUESTIONS = Path(__file__).resolve().parent / "data" / "routing_questions.json"
 ROUTING = ("read_only", "design", "review", "specified")
 
 
@@ -72,8 +74,8 @@ def long_criteria(topic):
 
 
 def routing_questions():
-    rows = [json.loads(line) for line in DEV.read_text().splitlines() if line.strip()]
-    return {t: next(r["question"] for r in rows if r["task"] == t) for t in ROUTING}
+    questions = json.loads(ROUTING_QUESTIONS.read_text(encoding="utf-8"))
+    return {t: questions[t] for t in ROUTING}
 
 
 @pytest.mark.models
