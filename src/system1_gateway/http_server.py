@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import ipaddress
 import json
 import logging
 import math
@@ -51,6 +50,7 @@ from starlette.routing import Route
 
 from . import __version__
 from .config import Config, load_config
+from .addresses import is_loopback
 from .core import Gateway, error_result
 from .errors import (
     ALL_COOLING, CONFIG_ERROR, DEADLINE_EXCEEDED, INTERNAL_ERROR, INVALID_REQUEST, MALFORMED_RESPONSE,
@@ -501,15 +501,6 @@ def _generated_openapi(app: FastAPI) -> None:
 
 
 # -- serving ---------------------------------------------------------------------------------
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # another name: it may resolve anywhere
-
-
 def loopback_hosts(port: int) -> set[str]:
     """The Host header values a loopback server answers (DNS-rebinding protection)."""
     hosts = {f"{name}:{port}" for name in LOOPBACK_NAMES}

@@ -18,7 +18,6 @@ environment variable named by `api_key_env` and never appears in errors or logs.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import time
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import Field, field_validator
 
+from ..addresses import is_loopback
 from ..config import CREDENTIAL_KEYS as SECRET_KEYS
 from ..errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
@@ -53,15 +53,6 @@ class SystemOneSettings(Settings):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{value!r} is not an http(s) URL")
         return value.rstrip("/")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class SystemOneProvider(BaseProvider):
