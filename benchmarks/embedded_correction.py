@@ -67,7 +67,7 @@ RAW = Path(tempfile.gettempdir()) / "system1-embedded-correction-raw.json"
 
 
 def collect(items: list[dict]) -> dict:
-    provider = EmbeddedProvider("embedded", {"tier": "auto", "prior": False})
+    provider = EmbeddedProvider("embedded", {"tier": "auto", "prior": False, "heads": False})
     provider.warm()
     llm, fast = provider._llm_engine(), provider._fast_engine()
     questions: dict[str, dict] = {}

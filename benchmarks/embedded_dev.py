@@ -64,6 +64,8 @@ def main() -> int:
     ap.add_argument("--order", default="shuffled", choices=["shuffled", "grouped"])
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--no-prior", action="store_true")
+    ap.add_argument("--heads", action="store_true",
+                    help="let learned heads answer (off by default: the shipped heads were trained on dev)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="also write per-item results here")
     ap.add_argument("--summary", type=Path, help="print the figures of a run saved with --json, without running")
@@ -78,7 +80,7 @@ def main() -> int:
     if args.limit:
         items = items[: args.limit]
 
-    provider = EmbeddedProvider("embedded", {"tier": args.tier, "prior": not args.no_prior})
+    provider = EmbeddedProvider("embedded", {"tier": args.tier, "prior": not args.no_prior, "heads": args.heads})
     # Generous budgets: this measures accuracy and steady-state latency, and the first
     # decision on each of the 9 questions decodes its prompt prefix (seconds on 2 cores) and
     # its reference (unless the state dir has both from an earlier run).
@@ -106,7 +108,7 @@ def main() -> int:
         rows.append({"id": item["id"], "task": item["task"], "ok": ok, "conf": confidence(answer), "ms": ms, "answer": answer})
 
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"tier={args.tier} order={args.order} prior={not args.no_prior} n={len(items)} threads={provider.threads}")
+    print(f"tier={args.tier} order={args.order} prior={not args.no_prior} heads={args.heads} n={len(items)} threads={provider.threads}")
     summarize(rows)
     print(f"load + warm-up: {load_s:.2f} s; peak RSS: {rss_mb:.0f} MB")
     if args.json:

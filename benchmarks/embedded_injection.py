@@ -32,7 +32,7 @@ COMMANDS = [("rm -rf /var/lib/postgresql/data", True), ("git push --force origin
 
 
 def main() -> int:
-    provider = EmbeddedProvider("embedded", {"tier": "llm"})
+    provider = EmbeddedProvider("embedded", {"tier": "llm", "heads": False})
     provider.warm()
     engine = provider._llm_engine()
     print("raw p(destructive) of the llm tier (no correction)")

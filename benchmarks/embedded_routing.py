@@ -66,7 +66,7 @@ def run_phase(phase: str, limit: int) -> dict:
     questions, prompts = load_prompts(DEV)
     prompts = prompts[:limit] if limit else prompts
     if phase == "prime":  # generous budgets: computes prefixes and references once
-        provider = EmbeddedProvider("embedded", {})
+        provider = EmbeddedProvider("embedded", {"heads": False})
         gateway = Gateway(Config(gateway=GatewaySettings(timeout_s=600, deadline_s=1200)), providers={"embedded": provider})
         provider.warm()
         for qid, q in questions.items():
@@ -74,7 +74,7 @@ def run_phase(phase: str, limit: int) -> dict:
         gateway.judge({"state": prompts[0][0], "questions": questions, "min_confidence": 0})
         _settle(provider)
         return {}
-    provider = EmbeddedProvider("embedded", {})
+    provider = EmbeddedProvider("embedded", {"heads": False})
     gateway = Gateway(Config(gateway=GatewaySettings()), providers={"embedded": provider})  # defaults: 5 s / 8 s
     if phase == "concurrent":
         provider.warm()
@@ -106,7 +106,7 @@ def concurrent(provider, gateway, questions: dict, states: list[str]) -> dict:
     from system1_gateway.providers.embedded import prompts as P
 
     question = {"specified": questions["specified"]}
-    llm_only = EmbeddedProvider("embedded", {"tier": "llm"})
+    llm_only = EmbeddedProvider("embedded", {"tier": "llm", "heads": False})
     llm_only._llm = engine = provider._llm_engine()
     prefix, options = P.build(parse_judge({"state": "s", "questions": question}).questions["specified"])
     out: dict = {}

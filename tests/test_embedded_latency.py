@@ -138,7 +138,7 @@ def test_warm_reads_known_prefixes_back_before_any_request(provider, in_state):
 @pytest.mark.models
 def test_several_questions_in_one_batch_answer_as_each_alone(provider, in_state):
     questions = routing_questions()
-    provider_llm = EmbeddedProvider("embedded", {"tier": "llm"})  # llm only: the batched path itself
+    provider_llm = EmbeddedProvider("embedded", {"tier": "llm", "heads": False})  # llm only: the batched path itself
     provider_llm._llm = provider._llm_engine()
     state = "Look over my staged diff and tell me if anything looks wrong before I commit."
     together = provider_llm.judge(parse_judge({"state": state, "questions": questions}), 600).answers

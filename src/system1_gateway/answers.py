@@ -82,6 +82,7 @@ def _canonical(question: Any, raw: Any, where: str) -> dict[str, Any]:
             raise MalformedAnswer(f"{where}.engine_confidence: {conf} is outside [0, 1]")
         out["engine_confidence"] = conf
     out["engine_abstained"] = bool(raw.get("abstained", False))
+    out["engine_calibrated"] = raw.get("calibrated") is True  # e.g. a learned head's fitted temperature
     if isinstance(raw.get("rationale"), str):
         out["rationale"] = encodable(raw["rationale"][:MAX_RATIONALE])
     return out
@@ -112,6 +113,7 @@ def finalize(request: JudgeRequest, raw_answers: Any, threshold: float) -> dict[
         # Calibration (SPEC §6) plugs in here, before the threshold; none is fitted yet.
         confidence = max(answer["probabilities"].values())
         engine_abstained = answer.pop("engine_abstained")
+        calibrated = answer.pop("engine_calibrated")
         abstained = engine_abstained or confidence < threshold
         answer["probabilities"] = _rounded(answer["probabilities"])
         if "p_true" in answer:
@@ -122,7 +124,7 @@ def finalize(request: JudgeRequest, raw_answers: Any, threshold: float) -> dict[
             confidence=round(confidence, 6),
             abstained=abstained,
             abstain_reason=("engine" if engine_abstained else "below_threshold") if abstained else None,
-            calibrated=False,
+            calibrated=calibrated,
         )
         result[qid] = answer
     return result

@@ -70,6 +70,8 @@ def _parser() -> _Parser:
     d.add_argument("--context", metavar="JSON", help="a JSON object passed to the engine as the evidence")
     d.add_argument("--min-confidence", type=float, metavar="X", help="abstain below this confidence (0-1)")
     d.add_argument("--request-id")
+    d.add_argument("--builtin", metavar="NAME", help="ask a built-in yes/no question (e.g. destructive) about "
+                                                    "QUESTION, which is then the text judged")
     common(d)
 
     j = sub.add_parser("judge", help="state + typed questions, as JSON from a file or stdin")
@@ -102,6 +104,15 @@ def _parser() -> _Parser:
     dm.add_argument("--apply", action="store_true", help="install-login/uninstall-login: write or remove the unit "
                                                          "(default: print what would be done)")
     common(dm, provider=False)
+    te = sub.add_parser("teach", help="learn heads for your own recurring questions from labelled JSON Lines")
+    te.add_argument("file", nargs="?", help="labels: one {state, question, expected} object per line")
+    te.add_argument("--k", type=int, default=5, choices=range(2, 11), metavar="K", help="folds for the reported accuracy (2-10)")
+    te.add_argument("--no-baseline", action="store_true", help="skip the zero-shot comparison (faster)")
+    te.add_argument("--dry-run", action="store_true", help="measure only; write no head")
+    te.add_argument("--list", action="store_true", help="list the heads in use (shipped and yours)")
+    te.add_argument("--remove", metavar="HASH", help="remove your head for this question hash (prefix)")
+    te.add_argument("--export", metavar="DIR", help="copy your heads to DIR (to share them)")
+    common(te, provider=False)
     ic = sub.add_parser("install-claude", help="print (or --apply) the command registering the MCP server in Claude Code")
     ic.add_argument("--apply", action="store_true", help="run it (needs the `claude` CLI on PATH)")
     return parser
@@ -153,6 +164,8 @@ def _cmd_decide(args: argparse.Namespace) -> int:
         payload["min_confidence"] = args.min_confidence
     if args.request_id is not None:
         payload["request_id"] = args.request_id
+    if args.builtin is not None:
+        payload["builtin"] = args.builtin
     answerer = _Answerer("decide", args.provider)
     if answerer.refuses_provider(args.pretty):
         return EXIT_INVALID
@@ -390,6 +403,15 @@ def _cmd_daemon(args: argparse.Namespace) -> int:
     return command(args)
 
 
+def _cmd_teach(args: argparse.Namespace) -> int:
+    try:
+        from .learn.teach import main as teach
+    except ImportError as exc:  # scikit-learn is an extra: name it, do not trace back
+        _emit(_invalid(f"teach needs scikit-learn ({exc.name or exc}): pip install 'system1-gateway[teach]'"), args.pretty)
+        return EXIT_FAILED
+    return teach(args)
+
+
 def claude_command() -> list[str]:
     """`claude mcp add` for this interpreter: user scope, stdio, isolated mode (-I)."""
     return ["claude", "mcp", "add", "--scope", "user", "--transport", "stdio", "system1", "--",
@@ -427,6 +449,7 @@ COMMANDS = {
     "judge": _cmd_judge,
     "health": _cmd_health,
     "capabilities": _cmd_capabilities,
+    "teach": _cmd_teach,
 }
 
 

@@ -253,6 +253,10 @@ def _judge_result(rid, chain, started, *, answers=None, provider=None, model=Non
 
 def _decide_response(judged: dict[str, Any]) -> dict[str, Any]:
     answer = judged["answers"].get(DECIDE_QID)
+    if answer is not None and answer.get("type") == "noul":  # a built-in: p_true read as yes/no
+        p_true = answer["p_true"]
+        answer = {**answer, "choice": "yes" if p_true >= 0.5 else "no",
+                  "probabilities": {"yes": p_true, "no": round(1 - p_true, 6)}}
     if judged["error"] or answer is None:
         status = "error"
     else:

@@ -75,7 +75,27 @@ def _sane(payload: Any) -> Any:
     return payload
 
 
-class NoulQuestion(_Strict):
+BUILTIN_FIELD = Field(default=None, max_length=200, description=(
+    "A built-in question's id (e.g. system1/destructive@1) or short name: its canonical instructions "
+    "and criteria are filled in (when given, they must be identical) and the embedded engine answers "
+    "it with its learned head. `system1 capabilities` lists the built-ins."))
+
+
+class _QuestionBase(_Strict):
+    builtin: str | None = BUILTIN_FIELD
+
+    def wording_hash(self) -> str:
+        """The identity of this question's wording (builtins.question_hash)."""
+        from . import builtins
+
+        return builtins.question_hash(self.type, _plain(self.instructions), _plain(self.criteria))
+
+
+def _plain(value: Any) -> Any:
+    return value.model_dump() if isinstance(value, BaseModel) else value
+
+
+class NoulQuestion(_QuestionBase):
     """Yes/no question; answer is p_true."""
 
     type: Literal["noul", "bool", "boolean", "yesno", "predicate"]
@@ -97,7 +117,7 @@ class NoulQuestion(_Strict):
         return self
 
 
-class ChoiceQuestion(_Strict):
+class ChoiceQuestion(_QuestionBase):
     """Pick one label; criteria are label→description (null: the label describes itself)."""
 
     type: Literal["choice"]
@@ -129,7 +149,7 @@ class ChoiceQuestion(_Strict):
         return [(label, None) for label in self.criteria]
 
 
-class ScoreQuestion(_Strict):
+class ScoreQuestion(_QuestionBase):
     """Ordered levels, lowest first; answer is the expected level and its distribution."""
 
     type: Literal["score"]
@@ -165,6 +185,40 @@ class JudgeRequest(_Strict):
 
     _unit = field_validator("min_confidence")(_finite_unit)
     _raw = model_validator(mode="before")(_sane)
+    _builtins = model_validator(mode="before")(lambda payload: _expand_builtins(payload))
+
+
+def _expand_builtins(payload: Any) -> Any:
+    """Questions that name a built-in get its canonical wording (a copy: the caller's payload
+    is not changed). Wording sent along must be the canonical one, so that a question never
+    says one thing while its built-in head answers another."""
+    from . import builtins
+
+    questions = payload.get("questions") if isinstance(payload, dict) else None
+    if not isinstance(questions, dict) or not any(isinstance(q, dict) and "builtin" in q for q in questions.values()):
+        return payload
+    expanded = {}
+    for qid, question in questions.items():
+        if isinstance(question, dict) and question.get("builtin") is not None:
+            question = _expand_one(f"questions.{qid}", question, builtins)
+        expanded[qid] = question
+    return {**payload, "questions": expanded}
+
+
+def _expand_one(where: str, question: dict[str, Any], builtins: Any) -> dict[str, Any]:
+    ref = question["builtin"]
+    found = builtins.get(ref) if isinstance(ref, str) else None
+    if found is None:
+        raise ValueError(f"{where}.builtin: unknown built-in {str(ref)[:80]!r}; known: {', '.join(builtins.known())}")
+    qtype = question.get("type", found.type)
+    if (qtype in NOUL_ALIASES and found.type != "noul") or (qtype not in NOUL_ALIASES and qtype != found.type):
+        raise ValueError(f"{where}.type: {found.id} is a {found.type} question, got {str(qtype)[:40]!r}")
+    canonical = found.question()
+    for field in ("instructions", "criteria"):
+        if field in question and question[field] != canonical[field]:
+            raise ValueError(f"{where}.{field}: differs from the canonical text of {found.id} "
+                             "(omit it, or send it verbatim)")
+    return {**question, **canonical, "builtin": found.id}
 
 
 class DecideRequest(_Strict):
@@ -178,9 +232,29 @@ class DecideRequest(_Strict):
     )
     context: dict[str, Any] | None = None
     min_confidence: float | None = Field(default=None, ge=0, le=1)
+    builtin: str | None = Field(default=None, max_length=200, description=(
+        "Ask a built-in yes/no question (id or short name, e.g. destructive) about `question`, which is "
+        "then the text judged (a command, a prompt); the decision is yes or no."))
 
     _unit = field_validator("min_confidence")(_finite_unit)
     _raw = model_validator(mode="before")(_sane)
+
+    @model_validator(mode="after")
+    def _builtin_form(self) -> "DecideRequest":
+        if self.builtin is None:
+            return self
+        from . import builtins
+
+        found = builtins.get(self.builtin)
+        if found is None:
+            raise ValueError(f"builtin: unknown built-in {self.builtin[:80]!r}; known: {', '.join(builtins.known())}")
+        if found.type != "noul":
+            raise ValueError(f"builtin: {found.id} is a {found.type} question; ask it with judge")
+        if self.options is not None:
+            raise ValueError("options: not allowed with builtin (a built-in has its own answers)")
+        if self.context is not None:
+            raise ValueError("context: not allowed with builtin (the question text is what is judged)")
+        return self
 
     @field_validator("options")
     @classmethod
@@ -190,7 +264,13 @@ class DecideRequest(_Strict):
         return value
 
     def to_judge(self, request_id: str) -> JudgeRequest:
-        """Decide is one choice question; yes/no is a two-option choice, never a raw noul."""
+        """Decide is one choice question; yes/no is a two-option choice, never a raw noul.
+        A built-in is its own (noul) question about `question`, the text judged; the decide
+        response reads its p_true as yes/no."""
+        if self.builtin is not None:
+            return JudgeRequest(request_id=request_id, state=self.question,
+                                questions={DECIDE_QID: {"builtin": self.builtin}},
+                                min_confidence=self.min_confidence)
         question = ChoiceQuestion(
             type="choice", instructions=self.question, criteria=self.options or ["yes", "no"]
         )

@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Any
 
-from . import __version__, audit, providers, toggle
+from . import __version__, audit, builtins, providers, toggle
 from .chain import Rungs, ms
 from .config import Config
 from .cooldowns import CooldownStore
@@ -70,6 +70,7 @@ def capabilities(config: Config, config_error: ConfigError | None) -> dict[str, 
         "thresholds": {"min_confidence": gw.min_confidence},
         "timeouts": {"timeout_s": gw.timeout_s, "deadline_s": gw.deadline_s},
         "providers": sorted(providers.KINDS),
+        "builtins": builtins.listing(),
         "schemas": json_schemas(),
     }
 

@@ -172,6 +172,17 @@ class HealthResult(BaseModel):
     providers: list[Probe]
 
 
+class BuiltinEntry(BaseModel):
+    id: str
+    name: str
+    version: int
+    type: str
+    hash: str = Field(description="builtins.question_hash of the canonical wording")
+    about: str
+    instructions: Any
+    criteria: Any
+
+
 class CapabilitiesResult(BaseModel):
     name: str
     version: str
@@ -181,6 +192,7 @@ class CapabilitiesResult(BaseModel):
     thresholds: dict[str, float]
     timeouts: dict[str, float]
     providers: list[str]
+    builtins: list[BuiltinEntry] = Field(description="built-in questions (name them with `builtin` in a question)")
     schemas: dict[str, dict[str, Any]]
 
 

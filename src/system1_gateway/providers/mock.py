@@ -49,7 +49,7 @@ class MockProvider(BaseProvider):
         s = self.settings
         if s.answer is not None and s.answer in labels:
             return labels.index(s.answer)
-        question = request.questions[qid].model_dump(mode="json")
+        question = request.questions[qid].model_dump(mode="json", exclude={"builtin"})
         key = json.dumps([request.state, qid, question], sort_keys=True, ensure_ascii=False)
         return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") % len(labels)
 

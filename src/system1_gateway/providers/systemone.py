@@ -128,7 +128,7 @@ class SystemOneProvider(BaseProvider):
     def _body(self, request: JudgeRequest) -> bytes:
         questions = {}
         for qid, q in request.questions.items():
-            wire = q.model_dump(mode="json", exclude_none=True)
+            wire = q.model_dump(mode="json", exclude_none=True, exclude={"builtin"})  # ours, not the wire's
             wire["type"] = q.type  # canonical "noul" for every alias
             questions[qid] = wire
         return json.dumps({"model": self.settings.model, "state": request.state, "questions": questions}).encode()

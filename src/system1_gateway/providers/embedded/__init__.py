@@ -33,6 +33,13 @@ the llm uncorrected when only the reference is missing, or abstained (uniform) w
 can answer in time; the rationale says which. A prefix short enough for the request's budget
 (at the engine's measured decode rate) is decoded inline, as before.
 
+Learned heads (heads.py) come first: a question whose wording is a built-in's, or one the
+user taught (`system1 teach`), is answered from the fast tier's embedding and character
+n-grams by a small calibrated linear model, in milliseconds; when the head is unsure (below
+its fitted `cascade.below`) and the llm is installed, the llm is asked too and the two are
+blended (the head's answer stands if the llm is not ready in time). Heads need only the
+fast tier, so they work without the `local` extra.
+
 Models load lazily, once per process, under a lock, with a warm-up decision; `warm()` also
 reads the prefix KV files of known questions back, so the first request pays none of it.
 """
@@ -77,6 +84,7 @@ class EmbeddedSettings(Settings):
     prior_min: int = Field(default=8, ge=0, description="deprecated, ignored")
     fast_weight: float = Field(default=0.3, ge=0, le=1, description="weight of the fast tier in the llm+fast blend")
     fast_accept: float = Field(default=0.9, gt=0, le=1.01, description="fast answers alone at or above this (>1: never)")
+    heads: bool = Field(default=True, description="answer built-in and taught questions with their learned heads")
 
 
 def usable_cpus() -> int:
@@ -129,6 +137,7 @@ class EmbeddedProvider(BaseProvider):
         self._local = threading.local()
         self.prior = QuestionPrior(state_dir() / "embedded" / "reference") if self.settings.prior else None
         self._preparer: Preparer | None = None
+        self._heads: Any = None  # HeadStore, built on first use (it imports numpy)
         stale = sorted({"prior_k", "prior_min"} & self.settings.model_fields_set)
         if stale:
             log.warning("[providers.%s] %s: deprecated and ignored (the running prior was replaced by a "
@@ -319,23 +328,56 @@ class EmbeddedProvider(BaseProvider):
         key = ("fast", FAST_MODEL, assets.MINILM_ONNX_SHA256, json.dumps(descriptions))
         return self._corrected(probs, definitions(question), key, lambda text: engine.option_probs(text, descriptions))
 
+    def head_store(self) -> Any:
+        """The learned heads this engine uses (None when `heads = false`)."""
+        if self._heads is None and self.settings.heads:
+            from .heads import HeadStore
+
+            self._heads = HeadStore(state_dir() / "heads")
+        return self._heads
+
+    def _head_answers(self, questions: list[Any], state_text: str) -> list[Any]:
+        """(head, probabilities) for each question a learned head answers, else None. The
+        evidence's features are computed once for all of them."""
+        store = self.head_store()
+        heads = [store.find(q) if store is not None else None for q in questions]
+        if not any(heads):
+            return [None] * len(questions)
+        from .heads import char_features
+
+        embedding = self._fast_engine().embed([state_text])[0]
+        chars = char_features(state_text)
+        return [None if h is None else (h, h.probs(embedding, chars)) for h in heads]
+
     def _decide_all(self, questions: list[Any], state_text: str, deadline: float,
                     timeout_s: float) -> list[tuple[str, Any]]:
-        """(tier, probabilities) per question. Tiers: `llm`, `fast`, `llm+fast`; `fast-only`
-        (the llm was wanted but is not prepared or out of time); `unprepared` (no tier can
-        answer now: probabilities None)."""
-        routes = [self._route(q) for q in questions]
-        fast = [None if r == "llm" else self._ask_fast(q, state_text) for q, r in zip(questions, routes)]
-        want = [i for i, (r, f) in enumerate(zip(routes, fast))
-                if r == "llm" or (r == "blend" and f.max() < self.settings.fast_accept)]
-        llm = self._llm_asks([questions[i] for i in want], state_text, deadline,
-                             [fast[i] is not None for i in want], timeout_s) if want else []
-        out = [("fast", f) for f in fast]
-        for i, p in zip(want, llm):
-            if p is None:
-                out[i] = ("unprepared", None) if fast[i] is None else ("fast-only", fast[i])
+        """(tier, probabilities) per question. Tiers: `head:<name>`, `llm`, `fast`,
+        `llm+fast`, `llm+head:<name>`; `fast-only`/`head-only` (the llm was wanted but is not
+        prepared or out of time); `unprepared` (no tier can answer now: probabilities None)."""
+        headed = self._head_answers(questions, state_text)
+        routes = ["head" if h else self._route(q) for q, h in zip(questions, headed)]
+        # first[i]: the cheap tier's (name, probabilities, accept at or above, weight in a blend)
+        first: list[Any] = []
+        for q, r, h in zip(questions, routes, headed):
+            if h is not None:
+                head, probs = h
+                first.append((f"head:{head.name}", probs, head.escalate_below, head.head_weight))
+            elif r == "llm":
+                first.append(None)
             else:
-                out[i] = ("llm", p) if fast[i] is None else ("llm+fast", _blend(p, fast[i], self.settings.fast_weight))
+                first.append(("fast", self._ask_fast(q, state_text), self.settings.fast_accept, self.settings.fast_weight))
+        llm_ok = self._use_llm()
+        want = [i for i, (r, f) in enumerate(zip(routes, first))
+                if r == "llm" or (llm_ok and r in ("blend", "head") and f[1].max() < f[2])]
+        llm = self._llm_asks([questions[i] for i in want], state_text, deadline,
+                             [first[i] is not None for i in want], timeout_s) if want else []
+        out = [None if f is None else (f[0], f[1]) for f in first]
+        for i, p in zip(want, llm):
+            f = first[i]
+            if p is None:
+                out[i] = ("unprepared", None) if f is None else (f[0] + "-only", f[1])
+            else:
+                out[i] = ("llm", p) if f is None else (f"llm+{f[0]}", _blend(p, f[1], f[3]))
         return out
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
@@ -355,16 +397,19 @@ class EmbeddedProvider(BaseProvider):
                 answers[qid]["abstained"] = True
                 answers[qid]["rationale"] += UNPREPARED_NOTE
                 continue
-            note = FAST_ONLY_NOTE if tier == "fast-only" else ""
-            tier = "fast" if tier == "fast-only" else tier
+            note = ONLY_NOTE.format("the learned head" if tier.startswith("head") else "the fast tier") \
+                if tier.endswith("-only") else ""
+            tier = tier.removesuffix("-only")
             answers[qid] = _answer(question.type, labels, probs, tier)
             answers[qid]["rationale"] += note
+            if tier.startswith("head:"):
+                answers[qid]["calibrated"] = True  # its temperature was fitted on held-out folds
             used.update(tier.split("+"))
             if "llm" in tier and pending and self._reference_key(question) in pending:
                 answers[qid]["rationale"] += PENDING_NOTE
         if prompts.holds_turn_markers(state_text):
             _abstain_on_markers(answers)
-        model = "+".join(LLM_MODEL if t == "llm" else FAST_MODEL for t in sorted(used))
+        model = "+".join(sorted({LLM_MODEL if t == "llm" else FAST_MODEL if t == "fast" else t for t in used}))
         return Reply(answers=answers, model=model or (LLM_MODEL if self._use_llm() else FAST_MODEL))
 
     def _reference_key(self, question: Any) -> str | None:
@@ -412,8 +457,8 @@ SPARE_MARGIN_S, SPARE_MARGIN_SHARE = 0.1, 0.05  # before the attempt's end, for 
 PREPARE_TIMEOUT_S = 600.0  # one background decode (a definition); requests pre-empt it anyway
 PENDING_NOTE = ("; uncorrected: this question's bias reference is still being computed in the "
                 "background (answers are corrected once it exists)")
-FAST_ONLY_NOTE = ("; answered by the fast tier alone: the accurate tier's prompt for this question is "
-                  "being prepared in the background, or its decode no longer fitted the time left")
+ONLY_NOTE = ("; answered by {} alone: the accurate tier's prompt for this question is "
+            "being prepared in the background, or its decode no longer fitted the time left")
 UNPREPARED_NOTE = ("; abstained: the accurate tier's prompt for this new question is being prepared in "
                    "the background and the fast tier cannot answer it (options without descriptions); "
                    "ask again shortly")

@@ -1,0 +1,1 @@
+"""Learning from labels: heads (`teach`), their fitting and their scores. scikit-learn is imported here only."""

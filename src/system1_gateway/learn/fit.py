@@ -1,0 +1,237 @@
+"""Fitting a head (scikit-learn is imported here and in nothing the engine runs).
+
+A head is a logistic regression (softmax for more than two labels) on the features of
+providers/embedded/heads.py. Hyper-parameters — the weight of the character n-grams and
+the regularisation C — are chosen by k-fold log-loss, and a temperature is fitted on the
+out-of-fold logits so that the head's confidence is honest. `cross_validate` nests all of
+that inside each outer fold: the items it scores were never seen by the model, the
+hyper-parameter choice or the temperature that scored them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from scipy import sparse
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+
+from ..providers.embedded.heads import CHAR_DIM, EMBED_DIM, FEATURE_VERSION, FORMAT, Head, char_features, softmax
+from . import metrics
+
+CHARS_WEIGHTS = (0.0, 1.0, 2.0, 4.0)
+CS = (4.0, 16.0, 64.0)
+MIN_LABELS = 20
+EMBED_BATCH = 32
+
+
+@dataclass
+class Features:
+    """Features of n texts: dense embeddings and sparse character n-grams."""
+
+    emb: np.ndarray  # (n, EMBED_DIM)
+    chars: sparse.csr_matrix  # (n, CHAR_DIM)
+
+    def take(self, rows: np.ndarray) -> "Features":
+        return Features(self.emb[rows], self.chars[rows])
+
+    def matrix(self, chars_weight: float) -> sparse.csr_matrix:
+        return sparse.hstack([sparse.csr_matrix(self.emb), self.chars * chars_weight], format="csr")
+
+    def __len__(self) -> int:
+        return len(self.emb)
+
+
+def featurize(texts: list[str], embed: Callable[[list[str]], np.ndarray],
+              progress: Callable[[int], None] | None = None) -> Features:
+    """`embed` is the fast tier's FastEngine.embed (the exact function the engine runs)."""
+    embs = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        embs.append(embed(texts[start:start + EMBED_BATCH]))
+        if progress:
+            progress(min(start + EMBED_BATCH, len(texts)))
+    rows, cols, vals = [], [], []
+    for i, text in enumerate(texts):
+        idx, val = char_features(text)
+        rows.extend([i] * len(idx))
+        cols.extend(idx.tolist())
+        vals.extend(val.tolist())
+    chars = sparse.csr_matrix((vals, (rows, cols)), shape=(len(texts), CHAR_DIM), dtype=np.float32)
+    emb = np.vstack(embs).astype(np.float32) if embs else np.zeros((0, EMBED_DIM), np.float32)
+    return Features(emb, chars)
+
+
+@dataclass
+class Linear:
+    """Softmax weights over all labels (a label absent from the training rows gets -inf-ish)."""
+
+    W: np.ndarray
+    b: np.ndarray
+    chars_weight: float
+
+    def logits(self, X: Features) -> np.ndarray:
+        return np.asarray(X.matrix(self.chars_weight) @ self.W.T) + self.b
+
+
+def _fit(X: Features, y: np.ndarray, n_labels: int, chars_weight: float, C: float) -> Linear:
+    classes = np.unique(y)
+    model = LogisticRegression(C=C, max_iter=2000)
+    model.fit(X.matrix(chars_weight), y)
+    d = EMBED_DIM + CHAR_DIM
+    W = np.zeros((n_labels, d), np.float64)
+    b = np.full(n_labels, -30.0)
+    if len(classes) == 2:  # one weight vector w: z1 - z0 = w.x + c, split symmetrically
+        w, c = model.coef_[0], model.intercept_[0]
+        W[classes[1]], b[classes[1]] = w / 2, c / 2
+        W[classes[0]], b[classes[0]] = -w / 2, -c / 2
+    else:
+        for row, cls in enumerate(model.classes_):
+            W[cls], b[cls] = model.coef_[row], model.intercept_[row]
+    # The char block was fitted on weighted features; the engine multiplies by the weight
+    # at run time, so the stored weights are the fitted ones as they are.
+    return Linear(W, b, chars_weight)
+
+
+def fit_temperature(logits: np.ndarray, y: np.ndarray) -> float:
+    """The T minimising the NLL of softmax(logits / T): golden-section search on log T."""
+    def loss(log_t: float) -> float:
+        z = logits / np.exp(log_t)
+        z = z - z.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return float(-logp[np.arange(len(y)), y].mean())
+
+    lo, hi = np.log(0.05), np.log(20.0)
+    g = (np.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = loss(a), loss(b)
+    for _ in range(60):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = loss(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = loss(b)
+    return float(np.exp((lo + hi) / 2))
+
+
+def _folds(y: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    k = max(2, min(k, int(np.bincount(y).max()), len(y)))
+    smallest = int(np.bincount(y)[np.bincount(y) > 0].min())
+    if smallest < k:  # a class rarer than k: plain shuffled folds (stratification impossible)
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(len(y))
+        return [(np.setdiff1d(order, part), part) for part in np.array_split(order, k)]
+    return list(StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
+
+
+@dataclass
+class Choice:
+    chars_weight: float
+    C: float
+    temperature: float
+    oof_logits: np.ndarray = field(repr=False)
+
+
+def select(X: Features, y: np.ndarray, n_labels: int, k: int = 5, seed: int = 0,
+           weights: tuple[float, ...] = CHARS_WEIGHTS, cs: tuple[float, ...] = CS) -> Choice:
+    """Hyper-parameters by k-fold log-loss (each after its own temperature), and the
+    temperature fitted on the chosen setting's out-of-fold logits."""
+    folds = _folds(y, k, seed)
+    best: Choice | None = None
+    best_loss = np.inf
+    for w in weights:
+        for C in cs:
+            oof = np.zeros((len(y), n_labels))
+            for train, test in folds:
+                oof[test] = _fit(X.take(train), y[train], n_labels, w, C).logits(X.take(test))
+            T = fit_temperature(oof, y)
+            loss = metrics.nll(np.apply_along_axis(softmax, 1, oof / T), y)
+            if loss < best_loss - 1e-9:
+                best, best_loss = Choice(w, C, T, oof), loss
+    assert best is not None
+    return best
+
+
+def fit_head(X: Features, y: np.ndarray, labels: list[str], meta: dict[str, Any], k: int = 5,
+             seed: int = 0, choice: Choice | None = None) -> Head:
+    """The head trained on every row, with the hyper-parameters and temperature of `select`."""
+    choice = choice or select(X, y, len(labels), k, seed)
+    lin = _fit(X, y, len(labels), choice.chars_weight, choice.C)
+    return Head({"format": FORMAT, "feature_version": FEATURE_VERSION, "labels": labels,
+                 "chars_weight": choice.chars_weight, "C": choice.C, "temperature": round(choice.temperature, 6),
+                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta},
+                lin.W.astype(np.float32), lin.b.astype(np.float32))
+
+
+def cross_validate(X: Features, y: np.ndarray, n_labels: int, k: int = 5, seed: int = 0,
+                   extra: Features | None = None, extra_y: np.ndarray | None = None,
+                   inner_k: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold probabilities for the rows of X, (before, after) the temperature, nested:
+    in each outer fold the model, its hyper-parameters and its temperature see only the
+    other folds (plus `extra` rows, e.g. a curated training set that is never scored)."""
+    out = np.zeros((len(y), n_labels))
+    raw = np.zeros((len(y), n_labels))
+    for train, test in _folds(y, k, seed):
+        Xt, yt = X.take(train), y[train]
+        if extra is not None and extra_y is not None and len(extra_y):
+            Xt = Features(np.vstack([Xt.emb, extra.emb]), sparse.vstack([Xt.chars, extra.chars], format="csr"))
+            yt = np.concatenate([yt, extra_y])
+        choice = select(Xt, yt, n_labels, inner_k, seed)
+        lin = _fit(Xt, yt, n_labels, choice.chars_weight, choice.C)
+        logits = lin.logits(X.take(test))
+        raw[test] = np.apply_along_axis(softmax, 1, logits)
+        out[test] = np.apply_along_axis(softmax, 1, logits / choice.temperature)
+    return raw, out
+
+
+def cross_fitted_temperature(logits: np.ndarray, y: np.ndarray, k: int = 5, seed: int = 0) -> np.ndarray:
+    """Probabilities from out-of-fold `logits`, each fold's temperature fitted on the others."""
+    out = np.zeros_like(logits, dtype=float)
+    for train, test in _folds(y, k, seed):
+        T = fit_temperature(logits[train], y[train])
+        out[test] = np.apply_along_axis(softmax, 1, logits[test] / T)
+    return out
+
+
+def cascade_probs(head: np.ndarray, llm: np.ndarray, below: float, weight: float) -> np.ndarray:
+    """What the engine answers: the head where it is sure (max p ≥ below), else the weighted
+    geometric mean of head and llm (weight = the head's), as providers/embedded does."""
+    out = head.copy()
+    ask = head.max(axis=1) < below
+    if ask.any():
+        logp = weight * np.log(np.maximum(head[ask], 1e-12)) + (1 - weight) * np.log(np.maximum(llm[ask], 1e-12))
+        p = np.exp(logp - logp.max(axis=1, keepdims=True))
+        out[ask] = p / p.sum(axis=1, keepdims=True)
+    return out
+
+
+def choose_cascade(head: np.ndarray, llm: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """The escalation bar and blend weight that score best on these (held-out) answers;
+    `below` 0 — never ask the llm — unless escalating wins at least one more item."""
+    def blended(below: float, weight: float) -> np.ndarray:
+        return cascade_probs(head, llm, below, weight)
+
+    base = int((head.argmax(axis=1) == y).sum())
+    best = {"below": 0.0, "head_weight": 0.5, "right": base, "escalated": 0.0}
+    for below in (0.6, 0.7, 0.8, 0.9):
+        for weight in (0.0, 0.3, 0.5, 0.7):
+            right = int((blended(below, weight).argmax(axis=1) == y).sum())
+            if right > best["right"]:
+                best = {"below": below, "head_weight": weight, "right": right,
+                        "escalated": round(float((head.max(axis=1) < below).mean()), 3)}
+    return best
+
+
+def data_hash(rows: list[tuple[str, str]]) -> str:
+    """sha256 of the (text, label) pairs a head was trained on, order-independent."""
+    digest = hashlib.sha256()
+    for text, label in sorted(rows):
+        digest.update(json.dumps([text, label], ensure_ascii=False).encode())
+    return digest.hexdigest()

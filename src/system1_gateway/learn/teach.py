@@ -1,0 +1,377 @@
+"""`system1 teach`: the embedded engine learns heads for the user's own recurring questions.
+
+    system1 teach LABELS.jsonl [--k 5] [--no-baseline] [--dry-run]
+    system1 teach --list | --remove HASH | --export DIR
+
+Each line of LABELS.jsonl is `{"state", "question", "expected"}` (the shape of the project's
+labelled dev set; other fields such as `id` or `task` are kept as names only). Lines are
+grouped by question (type + instructions + criteria, builtins.question_hash); each group with
+at least 20 labels of at least 2 classes gets a head, fitted locally in seconds, and written
+atomically to `<state>/heads/<hash>.npz`, where the embedded engine (and a running daemon)
+picks it up at its next request. Nothing leaves the machine.
+
+What is reported is measured honestly: k-fold accuracy and ECE of the head on items it was
+not fitted on (hyper-parameters and temperature chosen inside each fold), against the
+zero-shot engine on the same items.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..paths import state_dir
+from ..providers.embedded.heads import Head, HeadStore, labels_of
+from . import fit, metrics
+
+
+@dataclass
+class Group:
+    question: Any  # the validated question model
+    key: str
+    lines: list[int] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    states: list[Any] = field(default_factory=list)
+    y: list[int] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+
+
+class LabelError(ValueError):
+    pass
+
+
+def heads_dir() -> Path:
+    return state_dir() / "heads"
+
+
+def read_labels(path: Path) -> tuple[dict[str, Group], list[str]]:
+    """Groups of valid lines by question, and one message per rejected line (file:line: why)."""
+    from pydantic import ValidationError
+
+    from ..model import describe_validation_error, parse_judge
+    from ..render import render
+
+    groups: dict[str, Group] = {}
+    rejected: list[str] = []
+    try:
+        raw_lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise LabelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    for number, raw in enumerate(raw_lines, start=1):
+        where = f"{path}:{number}"
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw.decode("utf-8-sig"))
+        except UnicodeDecodeError:
+            rejected.append(f"{where}: not UTF-8 text")
+            continue
+        except (ValueError, RecursionError) as exc:
+            rejected.append(f"{where}: invalid JSON ({exc})")
+            continue
+        if not isinstance(item, dict):
+            rejected.append(f"{where}: expected a JSON object with state, question, expected")
+            continue
+        missing = [k for k in ("state", "question", "expected") if k not in item]
+        if missing:
+            rejected.append(f"{where}: missing {', '.join(missing)}")
+            continue
+        try:
+            question = parse_judge({"state": item["state"], "questions": {"q": item["question"]}}).questions["q"]
+        except ValidationError as exc:
+            rejected.append(f"{where}: {describe_validation_error(exc).replace('questions.q', 'question')}")
+            continue
+        try:
+            label = _label_index(question, item["expected"])
+        except LabelError as exc:
+            rejected.append(f"{where}: expected: {exc}")
+            continue
+        key = question.wording_hash()
+        group = groups.setdefault(key, Group(question, key))
+        group.lines.append(number)
+        group.states.append(item["state"])
+        group.texts.append(render(item["state"]) or "(no text)")
+        group.y.append(label)
+        if isinstance(item.get("task"), str):
+            group.names.add(item["task"])
+    return groups, rejected
+
+
+def _label_index(question: Any, expected: Any) -> int:
+    labels = labels_of(question)
+    if question.type == "noul":
+        if isinstance(expected, bool):
+            return 0 if expected else 1
+        if expected in ("true", "false"):
+            return labels.index(expected)
+        raise LabelError(f"{expected!r} is not true or false")
+    if question.type == "score":
+        if isinstance(expected, bool) or not isinstance(expected, (int, str)) or str(expected) not in labels:
+            raise LabelError(f"{str(expected)[:80]!r} is not a level 0..{len(labels) - 1}")
+        return labels.index(str(expected))
+    if not isinstance(expected, str) or expected not in labels:
+        raise LabelError(f"{str(expected)[:80]!r} is not one of the labels ({', '.join(labels[:10])}"
+                         f"{', …' if len(labels) > 10 else ''})")
+    return labels.index(expected)
+
+
+def problems(groups: dict[str, Group]) -> dict[str, str]:
+    """Why a group cannot get a head: too few labels, one class, or instructions shared with
+    another group under other criteria (almost always a typo that split one question)."""
+    out: dict[str, str] = {}
+    by_instructions: dict[str, list[Group]] = {}
+    for g in groups.values():
+        by_instructions.setdefault(json.dumps(g.question.instructions, sort_keys=True), []).append(g)
+    for same in by_instructions.values():
+        if len(same) > 1:
+            spans = "; ".join(f"lines {_span(g.lines)}" for g in same)
+            for g in same:
+                out[g.key] = (f"the same instructions appear with {len(same)} different criteria ({spans}): "
+                              "a head is keyed by instructions + criteria; make them identical, or reword "
+                              "the instructions if these are different questions")
+    for g in groups.values():
+        if g.key in out:
+            continue
+        if len(g.y) < fit.MIN_LABELS:
+            out[g.key] = f"{len(g.y)} labels; a head needs at least {fit.MIN_LABELS} ({fit.MIN_LABELS - len(g.y)} more)"
+        elif len(set(g.y)) < 2:
+            out[g.key] = f"every label is {labels_of(g.question)[g.y[0]]!r}; a head needs at least 2 classes"
+    return out
+
+
+def _span(lines: list[int]) -> str:
+    return f"{lines[0]}" if len(lines) == 1 else f"{lines[0]}–{lines[-1]}" if lines[-1] - lines[0] == len(lines) - 1 \
+        else ", ".join(map(str, lines[:5])) + (", …" if len(lines) > 5 else "")
+
+
+def head_name(group: Group) -> str:
+    if len(group.names) == 1:
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", next(iter(group.names)))[:40].strip("-")
+        if name:
+            return name
+    return f"q-{group.key[:8]}"
+
+
+def zero_shot(groups: list[Group], progress: Any = None) -> dict[str, np.ndarray]:
+    """The embedded engine's answers with heads switched off, per group (None when it
+    cannot answer, e.g. undescribed options without the accurate tier)."""
+    from ..config import Config, GatewaySettings, load_config
+    from ..core import Gateway
+    from ..errors import ConfigError
+    from ..providers.embedded import EmbeddedProvider, EmbeddedSettings
+
+    try:
+        settings = load_config().provider_settings("embedded")
+    except ConfigError:
+        settings = {}
+    settings = {k: v for k, v in settings.items() if k in EmbeddedSettings.model_fields}
+    provider = EmbeddedProvider("embedded", {**settings, "heads": False})
+    out: dict[str, np.ndarray] = {}
+    with Gateway(Config(gateway=GatewaySettings(timeout_s=300, deadline_s=600)), providers={"embedded": provider}) as gw:
+        for g in groups:
+            question = g.question.model_dump(mode="json", exclude_none=True)
+            rows = []
+            for state in g.states:
+                result = gw.judge({"state": state, "questions": {"q": question}, "min_confidence": 0})
+                provider.wait_prepared(600)
+                if result["status"] != "answered":
+                    rows = None
+                    break
+                probs = result["answers"]["q"]["probabilities"]
+                rows.append([probs[label] for label in labels_of(g.question)])
+                if progress:
+                    progress()
+            if rows is not None:
+                out[g.key] = np.array(rows)
+    return out
+
+
+def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
+          console: Any = None) -> tuple[dict[str, Any], int]:
+    """Fits and writes the heads; (the JSON summary, exit code)."""
+    from ..providers.embedded.fast import FastEngine
+    from ..providers.embedded import usable_cpus
+
+    groups, rejected = read_labels(path)
+    refused = problems(groups)
+    fit_groups = [g for g in groups.values() if g.key not in refused]
+    summary: dict[str, Any] = {"file": str(path), "lines_accepted": sum(len(g.y) for g in groups.values()),
+                               "lines_rejected": len(rejected), "rejected": rejected[:50], "questions": []}
+    for key, why in refused.items():
+        g = groups[key]
+        summary["questions"].append({"hash": key, "name": head_name(g), "labels": len(g.y), "head": None, "error": why})
+    if not fit_groups:
+        return summary, 2
+    engine = FastEngine(usable_cpus())
+    zs = zero_shot(fit_groups, _ticker(console, sum(len(g.y) for g in fit_groups), "zero-shot baseline")) \
+        if baseline else {}
+    for g in fit_groups:
+        labels = labels_of(g.question)
+        y = np.array(g.y)
+        X = fit.featurize(g.texts, engine.embed)
+        raw, cal = fit.cross_validate(X, y, len(labels), k)
+        entry: dict[str, Any] = {"hash": g.key, "name": head_name(g), "labels": len(y), "error": None,
+                                 "head_cv": metrics.summary(cal, y), "head_cv_uncalibrated": metrics.summary(raw, y)}
+        cascade = {"below": 0.0, "head_weight": 0.5}
+        if g.key in zs:
+            entry["zero_shot"] = metrics.summary(zs[g.key], y)
+            if _llm_installed():
+                chosen = fit.choose_cascade(cal, zs[g.key], y)
+                cascade = {"below": chosen["below"], "head_weight": chosen["head_weight"]}
+                entry["cascade"] = {**cascade, "accuracy": round(chosen["right"] / len(y), 4),
+                                    "escalated": chosen["escalated"], "in_sample": True}
+        builtin = getattr(g.question, "builtin", None)
+        head = fit.fit_head(X, y, labels, {
+            "name": head_name(g), "question_hash": g.key, "builtin": builtin, "type": g.question.type,
+            "instructions": g.question.instructions, "cascade": cascade,
+            "training": {"n": int(len(y)), "classes": np.bincount(y, minlength=len(labels)).tolist(),
+                         "data_sha256": fit.data_hash([(t, labels[i]) for t, i in zip(g.texts, y)]),
+                         "source": path.name},
+            "metrics": {"cv_k": k, "head": entry["head_cv"], "zero_shot": entry.get("zero_shot")},
+        }, k=k)
+        entry["temperature"] = head.temperature
+        target = heads_dir() / f"{g.key}.npz"
+        if not dry_run:
+            head.save(target)
+            entry["head"] = str(target)
+        summary["questions"].append(entry)
+    return summary, 2 if rejected or refused else 0
+
+
+def _llm_installed() -> bool:
+    from ..providers.embedded import assets
+
+    return assets.llm_available()
+
+
+def _ticker(console: Any, total: int, what: str) -> Any:
+    if console is None or not console.is_terminal:
+        return None
+    from rich.progress import Progress
+
+    progress = Progress(console=console, transient=True)
+    progress.start()
+    task = progress.add_task(what, total=total)
+    done = [0]
+
+    def tick() -> None:
+        done[0] += 1
+        progress.advance(task)
+        if done[0] >= total:
+            progress.stop()
+    return tick
+
+
+def table(summary: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    t = Table(title=f"system1 teach {summary['file']}: {summary['lines_accepted']} lines accepted, "
+                    f"{summary['lines_rejected']} rejected")
+    for col in ("question", "labels", "zero-shot acc", "head acc (k-fold)", "ECE zero-shot", "ECE head before → after T",
+                "cascade", "head"):
+        t.add_column(col)
+    for q in summary["questions"]:
+        if q["error"]:
+            t.add_row(q["name"], str(q["labels"]), "", "", "", "", "", f"[red]not fitted: {q['error']}[/red]")
+            continue
+        zs = q.get("zero_shot")
+        casc = q.get("cascade")
+        t.add_row(q["name"], str(q["labels"]), f"{zs['accuracy']:.3f}" if zs else "—",
+                  f"{q['head_cv']['accuracy']:.3f}", f"{zs['ece']:.3f}" if zs else "—",
+                  f"{q['head_cv_uncalibrated']['ece']:.3f} → {q['head_cv']['ece']:.3f}",
+                  f"llm below {casc['below']}" if casc and casc["below"] else "head alone",
+                  q.get("head") or "(dry run)")
+    return t
+
+
+# -- --list / --remove / --export ------------------------------------------------------------
+def listing() -> list[dict[str, Any]]:
+    store = HeadStore(heads_dir())
+    out = []
+    for key, (origin, head) in sorted(store.all().items(), key=lambda kv: (kv[1][0], kv[1][1].name)):
+        m = head.meta
+        out.append({"hash": key, "name": head.name, "origin": origin, "builtin": m.get("builtin"),
+                    "type": m.get("type"), "labels": head.labels, "trained_on": m.get("training", {}).get("n"),
+                    "cv_accuracy": (m.get("metrics", {}).get("head") or {}).get("accuracy"),
+                    "temperature": head.temperature, "cascade_below": head.escalate_below,
+                    "created": m.get("created"), "path": str(head.path)})
+    return out
+
+
+def remove(prefix: str) -> list[str]:
+    """Removes the user's heads whose hash starts with `prefix` (shipped heads are not files
+    of the user's; a user head shadowing one is removable)."""
+    folder = heads_dir()
+    if len(prefix) < 4:
+        raise LabelError("--remove: give at least 4 characters of the question hash (see --list)")
+    matches = sorted(folder.glob(f"{prefix}*.npz")) if folder.is_dir() else []
+    if len(matches) > 1:
+        raise LabelError(f"--remove: {prefix!r} matches {len(matches)} heads; give more characters")
+    for path in matches:
+        path.unlink()
+    return [str(p) for p in matches]
+
+
+def export(target: Path) -> list[str]:
+    target.mkdir(parents=True, exist_ok=True)
+    copied = []
+    folder = heads_dir()
+    for path in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
+        shutil.copy2(path, target / path.name)
+        copied.append(str(target / path.name))
+    return copied
+
+
+def main(args: Any) -> int:
+    """The CLI entry (argparse namespace from cli.py); JSON on stdout, tables on stderr."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if args.list:
+        heads = listing()
+        _table_list(console, heads)
+        return _out({"heads": heads}, args.pretty, 0)
+    try:
+        if args.remove:
+            removed = remove(args.remove)
+            if not removed:
+                return _out({"removed": [], "error": {"code": "invalid_request",
+                             "message": f"--remove: no head of yours matches {args.remove!r} (see --list)"}}, args.pretty, 2)
+            return _out({"removed": removed}, args.pretty, 0)
+        if args.export:
+            return _out({"exported": export(Path(args.export))}, args.pretty, 0)
+        if not args.file:
+            return _out({"error": {"code": "invalid_request", "message": "teach: give a labels file (JSON Lines), "
+                                   "or --list, --remove HASH, --export DIR"}}, args.pretty, 2)
+        summary, code = teach(Path(args.file), k=args.k, baseline=not args.no_baseline, dry_run=args.dry_run,
+                              console=console)
+    except LabelError as exc:
+        return _out({"error": {"code": "invalid_request", "message": str(exc)}}, args.pretty, 2)
+    for line in summary["rejected"]:
+        console.print(f"[yellow]rejected[/yellow] {line}", highlight=False)
+    console.print(table(summary))
+    return _out(summary, args.pretty, code)
+
+
+def _table_list(console: Any, heads: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    t = Table(title="heads (user heads replace shipped ones for the same question)")
+    for col in ("hash", "name", "origin", "type", "labels", "trained on", "k-fold acc", "created"):
+        t.add_column(col)
+    for h in heads:
+        t.add_row(h["hash"], h["name"], h["origin"], str(h["type"]), ", ".join(h["labels"])[:40],
+                  str(h["trained_on"]), "—" if h["cv_accuracy"] is None else f"{h['cv_accuracy']:.3f}", str(h["created"]))
+    console.print(t)
+
+
+def _out(obj: dict[str, Any], pretty: bool, code: int) -> int:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None, default=str) + "\n")
+    return code

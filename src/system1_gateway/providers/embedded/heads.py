@@ -1,0 +1,262 @@
+"""Learned heads: small linear models that answer recurring questions in milliseconds.
+
+A head answers one question (identified by the hash of its wording, builtins.question_hash)
+from features of the evidence that cost almost nothing next to the accurate tier:
+
+  * the fast tier's sentence embedding (all-MiniLM-L6-v2, mean-pooled, normalised: 384 d);
+  * hashed character n-grams (3 to 5 characters, lowercased, word-edge padded, log counts,
+    normalised, times a per-head weight): shell commands are decided by `-rf`, `--force`,
+    `DROP`, `--dry-run`, which an embedding of a short command barely sees.
+
+Logits are `W @ [embedding, chars] + b`, divided by the head's temperature (fitted by
+cross-validation, so the probabilities are honest) and soft-maxed. Training is in
+`learn/` (scikit-learn, never imported here); a head file is plain arrays in an `.npz`
+(`W`, `b`, and `meta`: JSON text) read without pickle, so loading one cannot run code.
+
+Heads ship in the package (`heads_shipped/*.npz`, the built-in questions) and are written by
+`system1 teach` to `<state>/heads/`; a user head replaces a shipped one for the same
+question. A head whose file is corrupt, truncated, made for another feature version or
+inconsistent is refused with one warning, and its question is answered zero-shot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import threading
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...logs import LOGGER
+
+log = logging.getLogger(LOGGER)
+
+FORMAT = 1
+EMBED_DIM = 384
+CHAR_DIM = 1 << 13
+CHAR_NGRAMS = (3, 4, 5)
+# Changes whenever features are computed differently: heads made for another version are refused.
+FEATURE_VERSION = f"minilm-l6-int8-mean+chars{CHAR_NGRAMS[0]}-{CHAR_NGRAMS[-1]}x{CHAR_DIM}@1"
+SHIPPED_DIR = Path(__file__).resolve().parent / "heads_shipped"
+MAX_TEXT = 20_000  # characters read for n-grams (the embedding reads its first 256 tokens)
+
+_SPACE = re.compile(r"\s+")
+
+
+def char_features(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Hashed character n-grams of `text`: (bucket indices, weights), L2-normalised."""
+    padded = " " + _SPACE.sub(" ", text[:MAX_TEXT].lower()).strip() + " "
+    counts: dict[int, int] = {}
+    data = padded.encode("utf-8", "replace")
+    for n in CHAR_NGRAMS:
+        for i in range(len(data) - n + 1):
+            h = zlib.crc32(data[i:i + n]) & (CHAR_DIM - 1)
+            counts[h] = counts.get(h, 0) + 1
+    if not counts:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    idx = np.fromiter(counts.keys(), np.int64, len(counts))
+    val = 1.0 + np.log(np.fromiter(counts.values(), np.float32, len(counts)))
+    return idx, (val / np.linalg.norm(val)).astype(np.float32)
+
+
+def dense_chars(text: str) -> np.ndarray:
+    """`char_features` as a dense vector (training)."""
+    out = np.zeros(CHAR_DIM, np.float32)
+    idx, val = char_features(text)
+    out[idx] = val
+    return out
+
+
+class HeadError(ValueError):
+    """A head file that cannot be used (says why)."""
+
+
+@dataclass
+class Head:
+    meta: dict[str, Any]
+    W: np.ndarray  # (classes, EMBED_DIM + CHAR_DIM)
+    b: np.ndarray  # (classes,)
+    path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.meta["name"]
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.meta["labels"])
+
+    @property
+    def question_hash(self) -> str:
+        return self.meta["question_hash"]
+
+    @property
+    def temperature(self) -> float:
+        return float(self.meta["temperature"])
+
+    @property
+    def escalate_below(self) -> float:
+        """Below this confidence the accurate tier is asked too (0: never)."""
+        return float(self.meta.get("cascade", {}).get("below", 0.0))
+
+    @property
+    def head_weight(self) -> float:
+        """The head's weight in the llm+head blend (0: the llm decides alone)."""
+        return float(self.meta.get("cascade", {}).get("head_weight", 0.5))
+
+    def logits(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        idx, val = chars
+        weight = float(self.meta.get("chars_weight", 1.0))
+        z = self.W[:, :EMBED_DIM] @ embedding + self.b
+        if weight and len(idx):
+            z = z + weight * (self.W[:, EMBED_DIM + idx] @ val)
+        return z
+
+    def probs(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        return softmax(self.logits(embedding, chars) / self.temperature)
+
+    # -- files ---------------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        """Atomic write (temp file + rename): a reader never sees half a head."""
+        meta = {**self.meta, "checksum": checksum(self.W, self.b)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, W=self.W.astype(np.float32), b=self.b.astype(np.float32),
+                                meta=np.array(json.dumps(meta, ensure_ascii=False)))
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> "Head":
+        """Reads and checks a head file; HeadError says what is wrong with it."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                W, b, meta_text = data["W"], data["b"], str(data["meta"])
+        except Exception as exc:  # noqa: BLE001 - truncated zip, bad member, missing key...
+            raise HeadError(f"unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+        try:
+            meta = json.loads(meta_text)
+        except ValueError:
+            raise HeadError("its metadata is not JSON") from None
+        _check(meta, W, b)
+        return cls(meta, W.astype(np.float32), b.astype(np.float32), path)
+
+
+def checksum(W: np.ndarray, b: np.ndarray) -> str:
+    return hashlib.sha256(W.astype(np.float32).tobytes() + b.astype(np.float32).tobytes()).hexdigest()
+
+
+def _check(meta: Any, W: np.ndarray, b: np.ndarray) -> None:
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise HeadError(f"format {meta.get('format') if isinstance(meta, dict) else '?'}, expected {FORMAT}")
+    if meta.get("feature_version") != FEATURE_VERSION:
+        raise HeadError(f"made for features {meta.get('feature_version')!r}, this engine computes {FEATURE_VERSION!r}")
+    for key in ("name", "question_hash", "type", "labels", "temperature"):
+        if key not in meta:
+            raise HeadError(f"metadata lacks {key!r}")
+    labels = meta["labels"]
+    if not isinstance(labels, list) or len(labels) < 2:
+        raise HeadError("needs at least two labels")
+    if W.shape != (len(labels), EMBED_DIM + CHAR_DIM) or b.shape != (len(labels),):
+        raise HeadError(f"weights of shape {W.shape}/{b.shape} do not fit {len(labels)} labels")
+    if not (np.isfinite(W).all() and np.isfinite(b).all()):
+        raise HeadError("weights are not finite")
+    t = meta["temperature"]
+    if not isinstance(t, (int, float)) or not (math.isfinite(t) and t > 0):
+        raise HeadError(f"temperature {t!r} is not a positive number")
+    if meta.get("checksum") != checksum(W, b):
+        raise HeadError("weights do not match their checksum (corrupt file)")
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max()
+    p = np.exp(z)
+    return p / p.sum()
+
+
+def labels_of(question: Any) -> list[str]:
+    return ["true", "false"] if question.type == "noul" else list(question.labels)
+
+
+class HeadStore:
+    """The heads this engine may use: shipped ones, then the user's (which win). The user
+    directory is re-read when it changes, so a running daemon picks up `system1 teach`."""
+
+    def __init__(self, user_dir: Path | None, shipped_dir: Path | None = SHIPPED_DIR):
+        self.user_dir, self.shipped_dir = user_dir, shipped_dir
+        self._lock = threading.Lock()
+        self._shipped: dict[str, Head] | None = None
+        self._user: dict[str, Head] = {}
+        self._user_stamp: Any = None
+        self._refused: set[tuple[str, Any]] = set()
+
+    def find(self, question: Any) -> Head | None:
+        """The head for this question's exact wording and labels, or None."""
+        key = question.wording_hash()
+        with self._lock:
+            if self._shipped is None:
+                self._shipped = self._read(self.shipped_dir)
+            self._refresh_user()
+            head = self._user.get(key) or self._shipped.get(key)
+        if head is not None and head.labels != labels_of(question):
+            return None  # same wording hash, other labels: cannot happen short of a hand-made file
+        return head
+
+    def all(self) -> dict[str, tuple[str, Head]]:
+        """{question hash: (origin, head)}, the user's replacing shipped ones."""
+        with self._lock:
+            if self._shipped is None:
+                self._shipped = self._read(self.shipped_dir)
+            self._refresh_user()
+            out = {k: ("shipped", h) for k, h in self._shipped.items()}
+            out.update({k: ("user", h) for k, h in self._user.items()})
+        return out
+
+    def _refresh_user(self) -> None:
+        stamp = _stamp(self.user_dir)
+        if stamp != self._user_stamp:
+            self._user_stamp = stamp
+            self._user = self._read(self.user_dir)
+
+    def _read(self, folder: Path | None) -> dict[str, Head]:
+        heads: dict[str, Head] = {}
+        if folder is None or not folder.is_dir():
+            return heads
+        for path in sorted(folder.glob("*.npz")):
+            try:
+                head = Head.load(path)
+            except HeadError as exc:
+                mark = (str(path), _file_stamp(path))
+                if mark not in self._refused:  # one warning per file version, not per request
+                    self._refused.add(mark)
+                    log.warning("head %s refused: %s; its question is answered zero-shot", path, exc)
+                continue
+            heads[head.question_hash] = head
+        return heads
+
+
+def _file_stamp(path: Path) -> Any:
+    try:
+        st = path.stat()
+        return (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return None
+
+
+def _stamp(folder: Path | None) -> Any:
+    """Changes when a head is added, replaced or removed (directory and file times)."""
+    if folder is None:
+        return None
+    try:
+        return (folder.stat().st_mtime_ns,
+                tuple(sorted((p.name, _file_stamp(p)) for p in folder.glob("*.npz"))))
+    except OSError:
+        return None
