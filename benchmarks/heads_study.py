@@ -1,0 +1,240 @@
+"""The heads study (docs/studies/heads.md): every figure there is printed by this script.
+
+    python benchmarks/heads_study.py [--dev ../shared/data/dev.jsonl] [--png docs/studies]
+
+1. Built-in questions, per question: the accurate tier zero-shot (data/heads/dev/
+   zero_shot_llm.json: its answers and measured latencies) vs the head vs the cascade —
+   accuracy, ECE, p50/p95 latency. Head and cascade figures are 5-fold cross-validated on the
+   dev items (each fold's head trained on the other folds plus our own data, nested
+   selection and temperature; the cascade's bar chosen on the other folds); head latency is
+   measured here, warm, through the gateway; a cascaded item costs head + llm.
+2. Reliability diagram (PNG): pooled dev items, zero-shot llm vs head before/after its temperature.
+3. Learning curve (PNG): each built-in's head trained on 10, 20, 50, 100 or all of our own
+   labels only (no dev item), scored on every dev item; mean of 3 draws.
+4. `teach` with the 400 dev labels (all 9 tasks): 5-fold accuracy per task vs the zero-shot
+   engine (tier auto, heads off) on the same items (data/heads/dev/zero_shot_auto_dev400.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import train_builtin_heads as training  # noqa: E402
+
+from system1_gateway import builtins  # noqa: E402
+from system1_gateway.config import Config, GatewaySettings  # noqa: E402
+from system1_gateway.core import Gateway  # noqa: E402
+from system1_gateway.learn import fit, metrics, teach  # noqa: E402
+from system1_gateway.providers.embedded import EmbeddedProvider, usable_cpus  # noqa: E402
+from system1_gateway.providers.embedded.fast import FastEngine  # noqa: E402
+
+DEV_DIR = ROOT / "data" / "heads" / "dev"
+SIZES = (10, 20, 50, 100)
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def head_latency(dev_by_task: dict[str, list[dict]]) -> dict[str, list[float]]:
+    provider = EmbeddedProvider("embedded", {})
+    provider.warm()
+    gw = Gateway(Config(gateway=GatewaySettings(timeout_s=60, deadline_s=120)), providers={"embedded": provider})
+    out: dict[str, list[float]] = {}
+    for task, items in dev_by_task.items():
+        gw.judge({"state": "warm up", "questions": {"q": {"builtin": task}}})
+        lat = []
+        for item in items:
+            t = time.perf_counter()
+            result = gw.judge({"state": item["state"], "questions": {"q": {"builtin": task}}})
+            lat.append((time.perf_counter() - t) * 1000)
+            assert result["model"] == f"head:{task}@1", result["model"]
+        out[task] = lat
+    provider.close()
+    return out
+
+
+def builtin_section(engine: FastEngine, png: Path | None) -> None:
+    zs_file = json.loads((DEV_DIR / "zero_shot_llm.json").read_text())
+    zs = zs_file["items"]
+    rows, pooled = [], {"llm": [], "raw": [], "head": [], "y": []}
+    dev_by_task = {}
+    for task in training.TASKS:
+        dev, own, _ = training.load(task)
+        dev_by_task[task] = dev
+        y = np.array([0 if d["expected"] else 1 for d in dev])
+        y_own = np.array([0 if d["expected"] else 1 for d in own])
+        X = fit.featurize([d["state"] for d in dev], engine.embed)
+        X_own = fit.featurize([d["state"] for d in own], engine.embed)
+        raw, cal = fit.cross_validate(X, y, 2, k=5, extra=X_own, extra_y=y_own)
+        llm = np.array([zs[d["id"]] for d in dev])
+        casc, escalated = training._cross_fitted_cascade(cal, llm, y)
+        asked = np.zeros(len(y), bool)
+        for train, test in fit._folds(y, 5, 1):
+            c = fit.choose_cascade(cal[train], llm[train], y[train])
+            asked[test] = cal[test].max(axis=1) < c["below"]
+        rows.append((task, y, llm, cal, casc, asked))
+        pooled["llm"].append(llm)
+        pooled["raw"].append(raw)
+        pooled["head"].append(cal)
+        pooled["y"].append(y)
+    lat = head_latency(dev_by_task)
+    llm_lat = zs_file["latency_ms"]
+    print("1. Built-in questions on dev (n per question), 5-fold CV for head and cascade; latency per decision, warm")
+    print(f"{'question':<12} {'n':>3} | {'zero-shot llm':^25} | {'head':^25} | {'cascade':^32}")
+    print(f"{'':<12} {'':>3} | {'acc':>5} {'ECE':>5} {'p50':>6} {'p95':>6} | {'acc':>5} {'ECE':>5} {'p50':>6} {'p95':>6} | "
+          f"{'acc':>5} {'ECE':>5} {'esc.':>5} {'p50':>6} {'p95':>6}")
+    accs = {"llm": [], "head": [], "casc": []}
+    for task, y, llm, cal, casc, asked in rows:
+        h_lat = lat[task]
+        l_lat = llm_lat[task]
+        c_lat = [h + (l if a else 0.0) for h, l, a in zip(h_lat, l_lat, asked)]
+        accs["llm"].append(metrics.accuracy(llm, y))
+        accs["head"].append(metrics.accuracy(cal, y))
+        accs["casc"].append(metrics.accuracy(casc, y))
+        print(f"{task:<12} {len(y):>3} | {metrics.accuracy(llm, y):>5.3f} {metrics.ece(llm, y):>5.3f} "
+              f"{statistics.median(l_lat):>6.0f} {pct(l_lat, .95):>6.0f} | {metrics.accuracy(cal, y):>5.3f} "
+              f"{metrics.ece(cal, y):>5.3f} {statistics.median(h_lat):>6.1f} {pct(h_lat, .95):>6.1f} | "
+              f"{metrics.accuracy(casc, y):>5.3f} {metrics.ece(casc, y):>5.3f} {asked.mean():>5.2f} "
+              f"{statistics.median(c_lat):>6.1f} {pct(c_lat, .95):>6.1f}")
+    py = np.concatenate(pooled["y"])
+    print(f"{'macro':<12} {len(py):>3} | {np.mean(accs['llm']):>5.3f} {metrics.ece(np.vstack(pooled['llm']), py):>5.3f}"
+          f" {'':>13} | {np.mean(accs['head']):>5.3f} {metrics.ece(np.vstack(pooled['head']), py):>5.3f} {'':>13} | "
+          f"{np.mean(accs['casc']):>5.3f}   (ECE in this row: pooled over all {len(py)} items)")
+    print(f"head ECE before its temperature, pooled: {metrics.ece(np.vstack(pooled['raw']), py):.3f}")
+    print(f"llm latency: measured by benchmarks/heads_zero_shot.py on this machine ({zs_file['model']})")
+    if png:
+        _reliability_png(png / "heads-reliability.png", {
+            "zero-shot llm": np.vstack(pooled["llm"]), "head, before temperature": np.vstack(pooled["raw"]),
+            "head (shipped: with temperature)": np.vstack(pooled["head"])}, py)
+
+
+def _reliability_png(path: Path, series: dict[str, np.ndarray], y: np.ndarray) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax.plot([0.5, 1], [0.5, 1], "k:", label="perfect calibration")
+    for (name, probs), marker in zip(series.items(), "osD"):
+        pts = metrics.reliability(probs, y)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=f"{name} (ECE {metrics.ece(probs, y):.3f})")
+    ax.set_xlabel("confidence (top-class probability), 10 bins")
+    ax.set_ylabel("accuracy in bin")
+    ax.set_title(f"Built-in questions, {len(y)} dev items (head: 5-fold CV)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlim(0.45, 1.01)
+    ax.set_ylim(0.0, 1.02)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def learning_curve(engine: FastEngine, png: Path | None) -> None:
+    print("\n3. Learning curve: head trained on N of our own labels only, scored on all dev items (mean of 3 draws)")
+    header = " ".join(f"{n:>6}" for n in SIZES) + f" {'all':>6}"
+    print(f"{'question':<12} {header}")
+    curves = {}
+    for task in training.TASKS:
+        dev, own, _ = training.load(task)
+        y = np.array([0 if d["expected"] else 1 for d in dev])
+        y_own = np.array([0 if d["expected"] else 1 for d in own])
+        X = fit.featurize([d["state"] for d in dev], engine.embed)
+        X_own = fit.featurize([d["state"] for d in own], engine.embed)
+        accs = []
+        for n in (*SIZES, len(own)):
+            draws = []
+            for seed in range(3 if n < len(own) else 1):
+                rng = np.random.default_rng(seed)
+                pos, neg = np.flatnonzero(y_own == 0), np.flatnonzero(y_own == 1)
+                k = min(len(pos), max(1, n // 2))
+                rows = np.concatenate([rng.choice(pos, k, replace=False), rng.choice(neg, min(len(neg), n - k), replace=False)])
+                head = fit.fit_head(X_own.take(rows), y_own[rows], ["true", "false"],
+                                    {"name": "lc", "question_hash": "-", "type": "noul"}, k=min(5, n // 2))
+                z = np.asarray(X.matrix(head.meta["chars_weight"]) @ head.W.T) + head.b
+                draws.append(metrics.accuracy(z, y))
+            accs.append(float(np.mean(draws)))
+        curves[task] = accs
+        print(f"{task:<12} " + " ".join(f"{a:>6.3f}" for a in accs) + f"   (all = {len(own)})")
+    macro = np.mean(list(curves.values()), axis=0)
+    print(f"{'macro':<12} " + " ".join(f"{a:>6.3f}" for a in macro))
+    if png:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4.2))
+        xs = [*SIZES, 700]
+        for task, accs in curves.items():
+            ax.plot(xs, accs, marker="o", label=task)
+        ax.plot(xs, macro, "k--", linewidth=2, label="macro")
+        ax.set_xscale("log")
+        ax.set_xticks(xs, [str(n) for n in SIZES] + ["all (~700-800)"])
+        ax.set_xlabel("labels the head is trained on (ours; dev never seen)")
+        ax.set_ylabel("accuracy on the dev items")
+        ax.set_ylim(0.4, 1.0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(png / "heads-learning-curve.png", dpi=110)
+        print(f"wrote {png / 'heads-learning-curve.png'}")
+
+
+def teach_section(dev_path: Path, engine: FastEngine) -> None:
+    print(f"\n4. teach on the {dev_path.name} labels: 5-fold CV per question vs the zero-shot engine on the same items")
+    groups, rejected = teach.read_labels(dev_path)
+    assert not rejected, rejected
+    zs = json.loads((DEV_DIR / "zero_shot_auto_dev400.json").read_text())["items"]
+    by_task: dict[str, list[bool]] = {}
+    for item in zs.values():
+        by_task.setdefault(item["task"], []).append(bool(item["ok"]))
+    print(f"{'task':<12} {'n':>4} {'zero-shot':>9} {'head':>6} {'head ECE':>8} {'fit s':>6}")
+    heads_acc, zs_acc = [], []
+    for g in sorted(groups.values(), key=lambda g: teach.head_name(g)):
+        t0 = time.perf_counter()
+        y = np.array(g.y)
+        X = fit.featurize(g.texts, engine.embed)
+        _, cal = fit.cross_validate(X, y, len(teach.labels_of(g.question)), k=5)
+        name = teach.head_name(g)
+        zs_task = float(np.mean(by_task[name]))
+        heads_acc.append(metrics.accuracy(cal, y))
+        zs_acc.append(zs_task)
+        print(f"{name:<12} {len(y):>4} {zs_task:>9.3f} {metrics.accuracy(cal, y):>6.3f} {metrics.ece(cal, y):>8.3f} "
+              f"{time.perf_counter() - t0:>6.1f}")
+    print(f"{'macro':<12} {sum(len(g.y) for g in groups.values()):>4} {np.mean(zs_acc):>9.3f} {np.mean(heads_acc):>6.3f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dev", type=Path, default=ROOT.parent / "shared" / "data" / "dev.jsonl",
+                    help="the full labelled dev set (section 4)")
+    ap.add_argument("--png", type=Path, default=ROOT / "docs" / "studies", help="where the PNGs go ('' : none)")
+    ap.add_argument("--sections", nargs="+", default=["1", "3", "4"], choices=["1", "3", "4"])
+    args = ap.parse_args()
+    png = args.png if str(args.png) else None
+    engine = FastEngine(usable_cpus())
+    print(f"built-ins: {', '.join(b.id for b in builtins.BUILTINS.values())}; {usable_cpus()} threads")
+    if "1" in args.sections:
+        builtin_section(engine, png)
+    if "3" in args.sections:
+        learning_curve(engine, png)
+    if "4" in args.sections and args.dev.exists():
+        teach_section(args.dev, engine)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
