@@ -1,9 +1,10 @@
-"""The accurate tier's zero-shot answers to the dev items of the built-in questions.
+"""The zero-shot engine's answers to the dev items of the built-in questions.
 
-    python benchmarks/heads_zero_shot.py [--out data/heads/dev/zero_shot_llm.json]
+    python benchmarks/heads_zero_shot.py [--out data/heads/dev/zero_shot.json]
 
-Heads off, tier `llm`: what a built-in question cost and scored before heads, and what the
-cascade blends with. `scripts/train_builtin_heads.py` reads the file to choose each head's
+Heads off, tier `auto` (the default: llm and fast tier blended, fast alone when it is sure):
+what a built-in question cost and scored before heads, and what an unsure head escalates to
+and blends with. `scripts/train_builtin_heads.py` reads the file to choose each head's
 escalation bar, and `benchmarks/heads_study.py` to compare. Prints accuracy, ECE and
 latency per question.
 """
@@ -31,10 +32,10 @@ DEV = ROOT / "data" / "heads" / "dev" / "dev_builtins.jsonl"
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", type=Path, default=DEV.parent / "zero_shot_llm.json")
+    ap.add_argument("--out", type=Path, default=DEV.parent / "zero_shot.json")
     args = ap.parse_args()
     items = [json.loads(line) for line in DEV.read_text().splitlines() if line.strip()]
-    provider = EmbeddedProvider("embedded", {"tier": "llm", "heads": False})
+    provider = EmbeddedProvider("embedded", {"tier": "auto", "heads": False})
     gateway = Gateway(Config(gateway=GatewaySettings(timeout_s=300, deadline_s=600)), providers={"embedded": provider})
     provider.warm()
     out: dict[str, list[float]] = {}
@@ -56,7 +57,7 @@ def main() -> int:
         lat = sorted(lat)
         print(f"{task:<12} {len(rows):>4} {s['accuracy']:>9.3f} {s['ece']:>6.3f} {statistics.median(lat):>8.0f} "
               f"{lat[int(0.95 * (len(lat) - 1))]:>8.0f}")
-    args.out.write_text(json.dumps({"model": LLM_MODEL, "gguf_sha256": GGUF_SHA256, "tier": "llm", "heads": False,
+    args.out.write_text(json.dumps({"model": LLM_MODEL, "gguf_sha256": GGUF_SHA256, "tier": "auto", "heads": False,
                                     "latency_ms": {t: [round(v, 1) for v in lat] for t, lat in latency.items()},
                                     "items": {k: [round(v, 6) for v in p] for k, p in out.items()}}, indent=0) + "\n")
     print(f"wrote {args.out}")

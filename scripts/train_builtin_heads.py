@@ -1,6 +1,6 @@
 """Trains the shipped heads of the built-in questions from `data/heads/`, and measures them.
 
-    python scripts/train_builtin_heads.py [--write] [--zero-shot data/heads/dev/zero_shot_llm.json]
+    python scripts/train_builtin_heads.py [--write] [--zero-shot data/heads/dev/zero_shot.json]
 
 Data (provenance in each folder's README): `dev/dev_builtins.jsonl` (the project's labelled
 dev items of these five tasks) and our own sets (`commands-*` for destructive, `prompts-*`
@@ -24,13 +24,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
 
 from system1_gateway import builtins
 from system1_gateway.learn import fit, metrics
 from system1_gateway.providers.embedded import usable_cpus
 from system1_gateway.providers.embedded.fast import FastEngine
-from system1_gateway.providers.embedded.heads import SHIPPED_DIR
+from system1_gateway.model import parse_judge
+from system1_gateway.providers.embedded.heads import SHIPPED_DIR, option_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "heads"
@@ -88,7 +88,7 @@ def load(task: str) -> tuple[list[dict], list[dict], dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help="write the shipped heads and data/heads/metrics.json")
-    ap.add_argument("--zero-shot", type=Path, default=DATA / "dev" / "zero_shot_llm.json",
+    ap.add_argument("--zero-shot", type=Path, default=DATA / "dev" / "zero_shot.json",
                     help="the accurate tier's zero-shot answers to the dev items (benchmarks/heads_zero_shot.py)")
     ap.add_argument("--tasks", nargs="+", default=TASKS, choices=TASKS)
     args = ap.parse_args()
@@ -104,23 +104,24 @@ def main() -> int:
         dev, own, dropped = load(task)
         y_dev = np.array([0 if d["expected"] else 1 for d in dev])
         y_own = np.array([0 if d["expected"] else 1 for d in own])
-        X_dev = fit.featurize([d["state"] for d in dev], engine.embed)
-        X_own = fit.featurize([d["state"] for d in own], engine.embed)
+        options = option_texts(parse_judge({"state": "", "questions": {"q": b.question()}}).questions["q"])
+        X_dev = fit.featurize([d["state"] for d in dev], engine.embed, options)
+        X_own = fit.featurize([d["state"] for d in own], engine.embed, options)
         raw, cal = fit.cross_validate(X_dev, y_dev, 2, k=5, extra=X_own, extra_y=y_own)
         entry = {"dev": len(dev), "own": len(own), "own_by_source": _by_source(own), "dropped": dropped,
                  "head_cv": metrics.summary(cal, y_dev), "head_cv_uncalibrated": metrics.summary(raw, y_dev)}
         llm = np.array([zs[d["id"]] for d in dev]) if all(d["id"] in zs for d in dev) and zs else None
         cascade = {"below": 0.0, "head_weight": 0.5}
         if llm is not None:
-            entry["zero_shot_llm"] = metrics.summary(llm, y_dev)
-            casc_probs, escalated = _cross_fitted_cascade(cal, llm, y_dev)
-            entry["cascade_cv"] = {**metrics.summary(casc_probs, y_dev), "escalated": round(escalated, 3)}
+            entry["zero_shot"] = metrics.summary(llm, y_dev)
+            casc_probs, asked = fit.cross_fitted_cascade(cal, llm, y_dev)
+            entry["cascade_cv"] = {**metrics.summary(casc_probs, y_dev), "escalated": round(float(asked.mean()), 3)}
             # Shipped only when it wins on held-out folds, not merely in-sample.
             if entry["cascade_cv"]["accuracy"] > entry["head_cv"]["accuracy"]:
                 chosen = fit.choose_cascade(cal, llm, y_dev)
                 cascade = {"below": chosen["below"], "head_weight": chosen["head_weight"]}
             entry["cascade"] = cascade
-        X_all = fit.Features(np.vstack([X_dev.emb, X_own.emb]), sparse.vstack([X_dev.chars, X_own.chars], format="csr"))
+        X_all = fit.Features.join(X_dev, X_own)
         y_all = np.concatenate([y_dev, y_own])
         texts = [d["state"] for d in dev] + [d["state"] for d in own]
         head = fit.fit_head(X_all, y_all, ["true", "false"], {
@@ -131,13 +132,13 @@ def main() -> int:
                          "sources": {"dev": len(dev), **entry["own_by_source"]}},
             "metrics": {"protocol": "5-fold CV on dev; train = other dev folds + own data; nested selection",
                         "head": entry["head_cv"], "cascade": entry.get("cascade_cv"),
-                        "zero_shot_llm": entry.get("zero_shot_llm")},
+                        "zero_shot": entry.get("zero_shot")},
         })
         entry["temperature"], entry["chars_weight"], entry["C"] = head.temperature, head.meta["chars_weight"], head.meta["C"]
         entry["seconds"] = round(time.perf_counter() - t0, 1)
         report[task] = entry
         pooled.append((cal, y_dev))
-        zsa = entry.get("zero_shot_llm", {})
+        zsa = entry.get("zero_shot", {})
         cc = entry.get("cascade_cv", {})
         print(f"{task:<12} {len(dev):>4} {len(own):>5} {zsa.get('accuracy', float('nan')):>10.3f} "
               f"{entry['head_cv']['accuracy']:>8.3f} {entry['head_cv']['ece']:>6.3f} "
@@ -162,17 +163,6 @@ def _by_source(rows: list[dict]) -> dict[str, int]:
     for r in rows:
         out[r["source"]] = out.get(r["source"], 0) + 1
     return out
-
-
-def _cross_fitted_cascade(head: np.ndarray, llm: np.ndarray, y: np.ndarray, k: int = 5) -> tuple[np.ndarray, float]:
-    """Cascade answers where each fold's bar and weight were chosen on the other folds."""
-    out = head.copy()
-    asked = 0
-    for train, test in fit._folds(y, k, 1):
-        c = fit.choose_cascade(head[train], llm[train], y[train])
-        asked += int((head[test].max(axis=1) < c["below"]).sum())
-        out[test] = fit.cascade_probs(head[test], llm[test], c["below"], c["head_weight"])
-    return out, asked / len(y)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def gateway_for(provider):
 
 
 def toy_head(question_hash, labels=("true", "false"), name="toy", bias=(2.0, -2.0), **meta):
-    W = np.zeros((len(labels), EMBED_DIM + CHAR_DIM), np.float32)
+    W = np.zeros((len(labels), EMBED_DIM + CHAR_DIM + len(labels)), np.float32)
     return Head({"format": 1, "feature_version": FEATURE_VERSION, "name": name, "question_hash": question_hash,
                  "type": "noul", "labels": list(labels), "temperature": 1.0, "chars_weight": 1.0, **meta},
                 W, np.array(bias, np.float32))
@@ -56,7 +56,7 @@ def test_a_head_round_trips_through_its_file(tmp_path):
     head.save(tmp_path / "abc.npz")
     back = Head.load(tmp_path / "abc.npz")
     assert back.labels == ["true", "false"] and np.array_equal(back.W, head.W)
-    p = back.probs(np.zeros(EMBED_DIM, np.float32), heads.char_features("ls -la"))
+    p = back.probs(np.zeros(EMBED_DIM, np.float32), heads.char_features("ls -la"), np.zeros(2, np.float32))
     assert p.shape == (2,) and abs(p.sum() - 1) < 1e-6 and p[0] > 0.9
     assert not list(tmp_path.glob(".*tmp"))  # atomic: no temp file left behind
 
@@ -193,7 +193,8 @@ def cascade_provider(fast_provider, monkeypatch, tmp_path, below, head_bias, llm
     toy_head(key, name="billing", bias=head_bias, cascade={"below": below, "head_weight": weight}).save(
         tmp_path / "state" / "heads" / f"{key}.npz")
     monkeypatch.setattr(assets, "llm_available", lambda: True)
-    provider = EmbeddedProvider("embedded", {"tier": "auto"})
+    # the zero-shot engine the head escalates to is the llm alone here (fast never sure, weight 0)
+    provider = EmbeddedProvider("embedded", {"tier": "auto", "fast_accept": 1.01, "fast_weight": 0.0})
     provider._fast = fast_provider._fast_engine()
     stub = StubLlm(llm_p_true)
     monkeypatch.setattr(provider, "_llm_asks", stub)
@@ -212,9 +213,9 @@ def test_an_unsure_head_escalates_and_the_llm_decides_the_blend(fast_provider, m
                                          llm_p_true=0.05, weight=0.0)
     result = gateway_for(provider).judge({"state": "refund my invoice", "questions": {"q": q}, "min_confidence": 0})
     assert stub.asked == 1
-    assert result["model"] == "head:billing+qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert result["model"] == "all-minilm-l6-v2-int8+head:billing+qwen2.5-coder-1.5b-instruct-q4_k_m"
     answer = result["answers"]["q"]
-    assert answer["rationale"].startswith("embedded llm+head:billing:")
+    assert answer["rationale"].startswith("embedded llm+fast+head:billing:")
     assert answer["p_true"] == pytest.approx(0.05, abs=1e-3)  # head weight 0: the llm decides
     assert answer["calibrated"] is False  # the blend has no fitted temperature
 
@@ -236,23 +237,35 @@ def test_fit_temperature_recovers_an_overconfident_scale():
     assert fit.fit_temperature(true_logits * 3.0, y) == pytest.approx(3.0, rel=0.1)
 
 
-def test_a_fitted_head_is_calibrated_on_held_out_folds(fast_provider):
-    """Overlapping classes: an unregularised fit is overconfident; the fitted temperature
-    brings held-out ECE down."""
+def test_a_heads_temperature_repairs_an_overconfident_fit(fast_provider):
+    """Overlapping classes and label noise: a nearly unregularised fit is overconfident on
+    held-out items; the temperature fitted on other folds' logits brings their ECE down."""
     rng = np.random.default_rng(1)
     words = ["deploy", "rollback", "release", "hotfix", "canary", "migration", "cache", "index"]
     texts, y = [], []
-    for i in range(120):
+    for i in range(160):
         label = i % 2
         picks = rng.choice(words[:5] if label == 0 else words[3:], size=3)
         texts.append(f"ticket {i}: " + " ".join(picks))
-        y.append(label if rng.random() > 0.15 else 1 - label)  # 15 % label noise
+        y.append(label if rng.random() > 0.2 else 1 - label)  # 20 % label noise
     y = np.array(y)
-    X = fit.featurize(texts, fast_provider._fast_engine().embed)
-    raw, cal = fit.cross_validate(X, y, 2, k=5)
-    assert metrics.ece(cal, y) <= metrics.ece(raw, y) + 0.02
-    assert metrics.ece(cal, y) < 0.12
-    assert metrics.accuracy(cal, y) > 0.7
+    X = fit.featurize(texts, fast_provider._fast_engine().embed, ["release work", "data work"])
+    logits = np.zeros((len(y), 2))
+    for train, test in fit._folds(y, 5, 0):
+        logits[test] = fit._fit(X.take(train), y[train], 2, 2.0, 1e4).logits(X.take(test))
+    raw = np.apply_along_axis(heads.softmax, 1, logits)
+    cal = fit.cross_fitted_temperature(logits, y)
+    assert fit.fit_temperature(logits, y) > 1.5  # overconfident: soften
+    assert metrics.ece(cal, y) < metrics.ece(raw, y) - 0.05
+    assert metrics.accuracy(cal, y) == metrics.accuracy(raw, y)  # a temperature never changes the argmax
+    _, nested = fit.cross_validate(X, y, 2, k=5, grid=fit.TEACH_GRID)  # what teach reports
+    assert metrics.ece(nested, y) < 0.15
+
+
+def test_shipped_heads_were_measured_calibrated_on_held_out_dev_folds():
+    store = HeadStore(None)
+    eces = [store.find(_parsed(b.question())).meta["metrics"]["head"]["ece"] for b in builtins.BUILTINS.values()]
+    assert max(eces) < 0.15 and np.mean(eces) < 0.08  # per question on 40-70 items; pooled in docs/studies/heads.md
 
 
 def _parsed(question):

@@ -173,4 +173,8 @@ def test_teach_compares_with_the_zero_shot_engine(tmp_path):
     zs, head = q["zero_shot"], q["head_cv"]
     assert zs["n"] == head["n"] == 30  # the same items
     assert 0 <= zs["accuracy"] <= 1 and 0 <= zs["ece"] <= 1
-    assert "cascade" in q and q["cascade"]["in_sample"] is True
+    assert 0 <= q["cascade_cv"]["accuracy"] <= 1 and 0 <= q["cascade_cv"]["escalated"] <= 1
+    # installed only when the head (or its cascade) is at least as accurate as zero-shot
+    best = max(head["accuracy"], q["cascade_cv"]["accuracy"])
+    assert (q["error"] is None) == (best >= zs["accuracy"])
+    assert q["error"] is None or "zero-shot engine is more accurate" in q["error"]

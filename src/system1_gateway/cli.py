@@ -109,6 +109,7 @@ def _parser() -> _Parser:
     te.add_argument("--k", type=int, default=5, choices=range(2, 11), metavar="K", help="folds for the reported accuracy (2-10)")
     te.add_argument("--no-baseline", action="store_true", help="skip the zero-shot comparison (faster)")
     te.add_argument("--dry-run", action="store_true", help="measure only; write no head")
+    te.add_argument("--force", action="store_true", help="install a head even where the zero-shot engine measured better")
     te.add_argument("--list", action="store_true", help="list the heads in use (shipped and yours)")
     te.add_argument("--remove", metavar="HASH", help="remove your head for this question hash (prefix)")
     te.add_argument("--export", metavar="DIR", help="copy your heads to DIR (to share them)")

@@ -20,36 +20,50 @@ import numpy as np
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
+from threadpoolctl import threadpool_limits
 
-from ..providers.embedded.heads import CHAR_DIM, EMBED_DIM, FEATURE_VERSION, FORMAT, Head, char_features, softmax
+from ..providers.embedded.heads import (
+    CHAR_DIM, EMBED_DIM, FEATURE_VERSION, FORMAT, Head, char_features, similarities, softmax,
+)
 from . import metrics
 
+# The grid for the shipped heads (trained offline: the best measured), and the smaller one
+# `teach` searches so that a question's nested fits take seconds, not minutes.
 CHARS_WEIGHTS = (0.0, 1.0, 2.0, 4.0)
 CS = (4.0, 16.0, 64.0)
+TEACH_GRID = ((1.0, 2.0), (4.0, 16.0, 64.0))
 MIN_LABELS = 20
 EMBED_BATCH = 32
 
 
 @dataclass
 class Features:
-    """Features of n texts: dense embeddings and sparse character n-grams."""
+    """Features of n texts: embeddings, sparse character n-grams, similarities to the options."""
 
     emb: np.ndarray  # (n, EMBED_DIM)
     chars: sparse.csr_matrix  # (n, CHAR_DIM)
+    sims: np.ndarray  # (n, labels)
 
     def take(self, rows: np.ndarray) -> "Features":
-        return Features(self.emb[rows], self.chars[rows])
+        return Features(self.emb[rows], self.chars[rows], self.sims[rows])
 
     def matrix(self, chars_weight: float) -> sparse.csr_matrix:
-        return sparse.hstack([sparse.csr_matrix(self.emb), self.chars * chars_weight], format="csr")
+        return sparse.hstack([sparse.csr_matrix(self.emb), self.chars * chars_weight, sparse.csr_matrix(self.sims)],
+                             format="csr")
+
+    @staticmethod
+    def join(a: "Features", b: "Features") -> "Features":
+        return Features(np.vstack([a.emb, b.emb]), sparse.vstack([a.chars, b.chars], format="csr"),
+                        np.vstack([a.sims, b.sims]))
 
     def __len__(self) -> int:
         return len(self.emb)
 
 
-def featurize(texts: list[str], embed: Callable[[list[str]], np.ndarray],
+def featurize(texts: list[str], embed: Callable[[list[str]], np.ndarray], options: list[str],
               progress: Callable[[int], None] | None = None) -> Features:
-    """`embed` is the fast tier's FastEngine.embed (the exact function the engine runs)."""
+    """`embed` is the fast tier's FastEngine.embed (the exact function the engine runs);
+    `options` the question's option texts (heads.option_texts), in label order."""
     embs = []
     for start in range(0, len(texts), EMBED_BATCH):
         embs.append(embed(texts[start:start + EMBED_BATCH]))
@@ -63,7 +77,7 @@ def featurize(texts: list[str], embed: Callable[[list[str]], np.ndarray],
         vals.extend(val.tolist())
     chars = sparse.csr_matrix((vals, (rows, cols)), shape=(len(texts), CHAR_DIM), dtype=np.float32)
     emb = np.vstack(embs).astype(np.float32) if embs else np.zeros((0, EMBED_DIM), np.float32)
-    return Features(emb, chars)
+    return Features(emb, chars, similarities(emb, embed(options)).astype(np.float32))
 
 
 @dataclass
@@ -81,8 +95,9 @@ class Linear:
 def _fit(X: Features, y: np.ndarray, n_labels: int, chars_weight: float, C: float) -> Linear:
     classes = np.unique(y)
     model = LogisticRegression(C=C, max_iter=2000)
-    model.fit(X.matrix(chars_weight), y)
-    d = EMBED_DIM + CHAR_DIM
+    with threadpool_limits(1):  # tiny problems: BLAS threads cost more than they give
+        model.fit(X.matrix(chars_weight), y)
+    d = EMBED_DIM + CHAR_DIM + n_labels
     W = np.zeros((n_labels, d), np.float64)
     b = np.full(n_labels, -30.0)
     if len(classes) == 2:  # one weight vector w: z1 - z0 = w.x + c, split symmetrically
@@ -160,9 +175,9 @@ def select(X: Features, y: np.ndarray, n_labels: int, k: int = 5, seed: int = 0,
 
 
 def fit_head(X: Features, y: np.ndarray, labels: list[str], meta: dict[str, Any], k: int = 5,
-             seed: int = 0, choice: Choice | None = None) -> Head:
+             seed: int = 0, grid: tuple[tuple[float, ...], tuple[float, ...]] = (CHARS_WEIGHTS, CS)) -> Head:
     """The head trained on every row, with the hyper-parameters and temperature of `select`."""
-    choice = choice or select(X, y, len(labels), k, seed)
+    choice = select(X, y, len(labels), k, seed, *grid)
     lin = _fit(X, y, len(labels), choice.chars_weight, choice.C)
     return Head({"format": FORMAT, "feature_version": FEATURE_VERSION, "labels": labels,
                  "chars_weight": choice.chars_weight, "C": choice.C, "temperature": round(choice.temperature, 6),
@@ -172,7 +187,8 @@ def fit_head(X: Features, y: np.ndarray, labels: list[str], meta: dict[str, Any]
 
 def cross_validate(X: Features, y: np.ndarray, n_labels: int, k: int = 5, seed: int = 0,
                    extra: Features | None = None, extra_y: np.ndarray | None = None,
-                   inner_k: int = 3) -> tuple[np.ndarray, np.ndarray]:
+                   inner_k: int = 3, grid: tuple[tuple[float, ...], tuple[float, ...]] = (CHARS_WEIGHTS, CS),
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold probabilities for the rows of X, (before, after) the temperature, nested:
     in each outer fold the model, its hyper-parameters and its temperature see only the
     other folds (plus `extra` rows, e.g. a curated training set that is never scored)."""
@@ -181,9 +197,9 @@ def cross_validate(X: Features, y: np.ndarray, n_labels: int, k: int = 5, seed: 
     for train, test in _folds(y, k, seed):
         Xt, yt = X.take(train), y[train]
         if extra is not None and extra_y is not None and len(extra_y):
-            Xt = Features(np.vstack([Xt.emb, extra.emb]), sparse.vstack([Xt.chars, extra.chars], format="csr"))
+            Xt = Features.join(Xt, extra)
             yt = np.concatenate([yt, extra_y])
-        choice = select(Xt, yt, n_labels, inner_k, seed)
+        choice = select(Xt, yt, n_labels, inner_k, seed, *grid)
         lin = _fit(Xt, yt, n_labels, choice.chars_weight, choice.C)
         logits = lin.logits(X.take(test))
         raw[test] = np.apply_along_axis(softmax, 1, logits)
@@ -227,6 +243,19 @@ def choose_cascade(head: np.ndarray, llm: np.ndarray, y: np.ndarray) -> dict[str
                 best = {"below": below, "head_weight": weight, "right": right,
                         "escalated": round(float((head.max(axis=1) < below).mean()), 3)}
     return best
+
+
+def cross_fitted_cascade(head: np.ndarray, llm: np.ndarray, y: np.ndarray, k: int = 5,
+                         seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Cascade answers where each fold's bar and weight were chosen on the other folds'
+    answers (honest, unlike `choose_cascade` on all of them); also which items escalated."""
+    out = head.copy()
+    asked = np.zeros(len(y), bool)
+    for train, test in _folds(y, k, seed):
+        c = choose_cascade(head[train], llm[train], y[train])
+        asked[test] = head[test].max(axis=1) < c["below"]
+        out[test] = cascade_probs(head[test], llm[test], c["below"], c["head_weight"])
+    return out, asked
 
 
 def data_hash(rows: list[tuple[str, str]]) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..paths import state_dir
-from ..providers.embedded.heads import Head, HeadStore, labels_of
+from ..providers.embedded.heads import HeadStore, labels_of, option_texts
 from . import fit, metrics
 
 
@@ -194,7 +194,7 @@ def zero_shot(groups: list[Group], progress: Any = None) -> dict[str, np.ndarray
 
 
 def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
-          console: Any = None) -> tuple[dict[str, Any], int]:
+          console: Any = None, force: bool = False) -> tuple[dict[str, Any], int]:
     """Fits and writes the heads; (the JSON summary, exit code)."""
     from ..providers.embedded.fast import FastEngine
     from ..providers.embedded import usable_cpus
@@ -215,18 +215,27 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
     for g in fit_groups:
         labels = labels_of(g.question)
         y = np.array(g.y)
-        X = fit.featurize(g.texts, engine.embed)
-        raw, cal = fit.cross_validate(X, y, len(labels), k)
+        X = fit.featurize(g.texts, engine.embed, option_texts(g.question))
+        raw, cal = fit.cross_validate(X, y, len(labels), k, grid=fit.TEACH_GRID)
         entry: dict[str, Any] = {"hash": g.key, "name": head_name(g), "labels": len(y), "error": None, "head": None,
                                  "head_cv": metrics.summary(cal, y), "head_cv_uncalibrated": metrics.summary(raw, y)}
         cascade = {"below": 0.0, "head_weight": 0.5}
+        best = entry["head_cv"]["accuracy"]
         if g.key in zs:
             entry["zero_shot"] = metrics.summary(zs[g.key], y)
             if _llm_installed():
-                chosen = fit.choose_cascade(cal, zs[g.key], y)
-                cascade = {"below": chosen["below"], "head_weight": chosen["head_weight"]}
-                entry["cascade"] = {**cascade, "accuracy": round(chosen["right"] / len(y), 4),
-                                    "escalated": chosen["escalated"], "in_sample": True}
+                # The bar is used when it wins on held-out folds (cross-fitted), then chosen on all.
+                casc, asked = fit.cross_fitted_cascade(cal, zs[g.key], y)
+                entry["cascade_cv"] = {**metrics.summary(casc, y), "escalated": round(float(asked.mean()), 3)}
+                if entry["cascade_cv"]["accuracy"] > best:
+                    chosen = fit.choose_cascade(cal, zs[g.key], y)
+                    cascade = {"below": chosen["below"], "head_weight": chosen["head_weight"]}
+                    best = entry["cascade_cv"]["accuracy"]
+            entry["cascade"] = cascade
+            if best < entry["zero_shot"]["accuracy"] and not force:
+                entry["error"] = (f"not installed: the zero-shot engine is more accurate on these labels "
+                                  f"({entry['zero_shot']['accuracy']:.3f} vs {best:.3f} with the head); "
+                                  "add labels, or pass --force")
         builtin = getattr(g.question, "builtin", None)
         head = fit.fit_head(X, y, labels, {
             "name": head_name(g), "question_hash": g.key, "builtin": builtin, "type": g.question.type,
@@ -235,14 +244,15 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
                          "data_sha256": fit.data_hash([(t, labels[i]) for t, i in zip(g.texts, y)]),
                          "source": path.name},
             "metrics": {"cv_k": k, "head": entry["head_cv"], "zero_shot": entry.get("zero_shot")},
-        }, k=k)
+        }, k=k, grid=fit.TEACH_GRID)
         entry["temperature"] = head.temperature
         target = heads_dir() / f"{g.key}.npz"
-        if not dry_run:
+        if not dry_run and entry["error"] is None:
             head.save(target)
             entry["head"] = str(target)
         summary["questions"].append(entry)
-    return summary, 2 if rejected or refused else 0
+    worse = any(q["error"] for q in summary["questions"])
+    return summary, 2 if rejected or refused or worse else 0
 
 
 def _llm_installed() -> bool:
@@ -274,19 +284,24 @@ def table(summary: dict[str, Any]) -> Any:
 
     t = Table(title=f"system1 teach {summary['file']}: {summary['lines_accepted']} lines accepted, "
                     f"{summary['lines_rejected']} rejected")
-    for col in ("question", "labels", "zero-shot acc", "head acc", "zero-shot ECE", "head ECE raw → T", "cascade"):
+    for col in ("question", "labels", "zero-shot acc", "head acc", "cascade acc", "zero-shot ECE", "head ECE raw → T",
+                "installed"):
         t.add_column(col)
     t.caption = "head: k-fold, scored on items its fit never saw; cascade: asks the llm when the head is unsure"
     for q in summary["questions"]:
-        if q["error"]:
-            t.add_row(q["name"], str(q["labels"]), f"[red]not fitted: {q['error']}[/red]", "", "", "", "")
+        if q["error"] and "head_cv" not in q:
+            t.add_row(q["name"], str(q["labels"]), "", "", "", "", "", f"[red]not fitted: {q['error']}[/red]")
             continue
         zs = q.get("zero_shot")
-        casc = q.get("cascade")
+        casc = q.get("cascade") or {}
+        casc_cv = q.get("cascade_cv")
+        used = "(dry run)" if q["head"] is None else \
+            f"yes, llm below {casc['below']}" if casc.get("below") else "yes, head alone"
         t.add_row(q["name"], str(q["labels"]), f"{zs['accuracy']:.3f}" if zs else "—",
-                  f"{q['head_cv']['accuracy']:.3f}", f"{zs['ece']:.3f}" if zs else "—",
+                  f"{q['head_cv']['accuracy']:.3f}", f"{casc_cv['accuracy']:.3f}" if casc_cv else "—",
+                  f"{zs['ece']:.3f}" if zs else "—",
                   f"{q['head_cv_uncalibrated']['ece']:.3f} → {q['head_cv']['ece']:.3f}",
-                  f"llm below {casc['below']}" if casc and casc["below"] else "head alone")
+                  f"[yellow]{q['error']}[/yellow]" if q["error"] else used)
     return t
 
 
@@ -352,7 +367,7 @@ def main(args: Any) -> int:
             return _out({"error": {"code": "invalid_request", "message": "teach: give a labels file (JSON Lines), "
                                    "or --list, --remove HASH, --export DIR"}}, args.pretty, 2)
         summary, code = teach(Path(args.file), k=args.k, baseline=not args.no_baseline, dry_run=args.dry_run,
-                              console=console)
+                              console=console, force=args.force)
     except LabelError as exc:
         return _out({"error": {"code": "invalid_request", "message": str(exc)}}, args.pretty, 2)
     for line in summary["rejected"]:

@@ -343,41 +343,58 @@ class EmbeddedProvider(BaseProvider):
         heads = [store.find(q) if store is not None else None for q in questions]
         if not any(heads):
             return [None] * len(questions)
-        from .heads import char_features
+        from .heads import char_features, option_texts, similarities
 
-        embedding = self._fast_engine().embed([state_text])[0]
+        engine = self._fast_engine()
+        embedding = engine.embed([state_text])[0]
         chars = char_features(state_text)
-        return [None if h is None else (h, h.probs(embedding, chars)) for h in heads]
+        return [None if h is None else
+                (h, h.probs(embedding, chars, similarities(embedding, engine.options(option_texts(q)))))
+                for q, h in zip(questions, heads)]
 
     def _decide_all(self, questions: list[Any], state_text: str, deadline: float,
                     timeout_s: float) -> list[tuple[str, Any]]:
-        """(tier, probabilities) per question. Tiers: `head:<name>`, `llm`, `fast`,
-        `llm+fast`, `llm+head:<name>`; `fast-only`/`head-only` (the llm was wanted but is not
-        prepared or out of time); `unprepared` (no tier can answer now: probabilities None)."""
+        """(tier, probabilities) per question. A question with a learned head is answered by
+        it (`head:<name>`) unless the head is unsure (below its `cascade.below`) and the llm
+        is installed: then the zero-shot engine answers it too, exactly as without the head,
+        and the two are blended (e.g. `llm+fast+head:<name>`: the blend its fit measured); if
+        the llm is not ready in time the head's answer stands (`head:<name>-only`)."""
         headed = self._head_answers(questions, state_text)
-        routes = ["head" if h else self._route(q) for q, h in zip(questions, headed)]
-        # first[i]: the cheap tier's (name, probabilities, accept at or above, weight in a blend)
-        first: list[Any] = []
-        for q, r, h in zip(questions, routes, headed):
-            if h is not None:
-                head, probs = h
-                first.append((f"head:{head.name}", probs, head.escalate_below, head.head_weight))
-            elif r == "llm":
-                first.append(None)
-            else:
-                first.append(("fast", self._ask_fast(q, state_text), self.settings.fast_accept, self.settings.fast_weight))
         llm_ok = self._use_llm()
-        want = [i for i, (r, f) in enumerate(zip(routes, first))
-                if r == "llm" or (llm_ok and r in ("blend", "head") and f[1].max() < f[2])]
-        llm = self._llm_asks([questions[i] for i in want], state_text, deadline,
-                             [first[i] is not None for i in want], timeout_s) if want else []
-        out = [None if f is None else (f[0], f[1]) for f in first]
-        for i, p in zip(want, llm):
-            f = first[i]
-            if p is None:
-                out[i] = ("unprepared", None) if f is None else (f[0] + "-only", f[1])
+        escalate = [h is not None and llm_ok and h[1].max() < h[0].escalate_below for h in headed]
+        asked = [i for i, h in enumerate(headed) if h is None or escalate[i]]
+        zero_shot = self._zero_shot([questions[i] for i in asked], state_text, deadline, timeout_s,
+                                    [escalate[i] for i in asked]) if asked else []
+        out: list[Any] = [None if h is None else (f"head:{h[0].name}", h[1]) for h in headed]
+        for i, (tier, probs) in zip(asked, zero_shot):
+            if not escalate[i]:
+                out[i] = (tier, probs)
+            elif probs is None or tier.endswith("-only"):
+                # the llm was wanted and did not answer in time: the head's answer stands
+                out[i] = (f"head:{headed[i][0].name}-only", headed[i][1])
             else:
-                out[i] = ("llm", p) if f is None else (f"llm+{f[0]}", _blend(p, f[1], f[3]))
+                head, head_probs = headed[i]
+                out[i] = (f"{tier}+head:{head.name}", _blend(probs, head_probs, head.head_weight))
+        return out
+
+    def _zero_shot(self, questions: list[Any], state_text: str, deadline: float, timeout_s: float,
+                   spare: list[bool]) -> list[tuple[str, Any]]:
+        """The tiers' own answers. Tiers: `llm`, `fast`, `llm+fast`; `fast-only` (the llm was
+        wanted but is not prepared or out of time); `unprepared` (no tier can answer now:
+        probabilities None). `spare[i]`: the question has an answer already (a head's), so
+        the llm answers it only while time allows."""
+        routes = [self._route(q) for q in questions]
+        fast = [None if r == "llm" else self._ask_fast(q, state_text) for q, r in zip(questions, routes)]
+        want = [i for i, (r, f) in enumerate(zip(routes, fast))
+                if r == "llm" or (r == "blend" and f.max() < self.settings.fast_accept)]
+        llm = self._llm_asks([questions[i] for i in want], state_text, deadline,
+                             [fast[i] is not None or spare[i] for i in want], timeout_s) if want else []
+        out: list[Any] = [("fast", f) for f in fast]
+        for i, p in zip(want, llm):
+            if p is None:
+                out[i] = ("unprepared", None) if fast[i] is None else ("fast-only", fast[i])
+            else:
+                out[i] = ("llm", p) if fast[i] is None else ("llm+fast", _blend(p, fast[i], self.settings.fast_weight))
         return out
 
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:

@@ -57,7 +57,8 @@ class FastEngine:
         pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
         return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
-    def option_probs(self, text: str, descriptions: list[str]) -> np.ndarray:
+    def options(self, descriptions: list[str]) -> np.ndarray:
+        """Embeddings of a question's option descriptions, cached per question."""
         key = tuple(descriptions)
         with self._lock:
             options = self._cache.get(key)
@@ -65,7 +66,11 @@ class FastEngine:
                 options = self._cache[key] = self.embed(descriptions)
                 if len(self._cache) > 256:
                     self._cache.pop(next(iter(self._cache)))
-            vec = self.embed([text])[0]
+        return options
+
+    def option_probs(self, text: str, descriptions: list[str]) -> np.ndarray:
+        options = self.options(descriptions)
+        vec = self.embed([text])[0]
         sims = options @ vec / TEMPERATURE
         sims -= sims.max()
         p = np.exp(sims)

@@ -6,9 +6,12 @@ from features of the evidence that cost almost nothing next to the accurate tier
   * the fast tier's sentence embedding (all-MiniLM-L6-v2, mean-pooled, normalised: 384 d);
   * hashed character n-grams (3 to 5 characters, lowercased, word-edge padded, log counts,
     normalised, times a per-head weight): shell commands are decided by `-rf`, `--force`,
-    `DROP`, `--dry-run`, which an embedding of a short command barely sees.
+    `DROP`, `--dry-run`, which an embedding of a short command barely sees;
+  * the evidence's similarity to each option's description (what the fast tier answers
+    zero-shot, one feature per label): with few labels the head starts from the question's
+    own meaning instead of from nothing.
 
-Logits are `W @ [embedding, chars] + b`, divided by the head's temperature (fitted by
+Logits are `W @ [embedding, chars, similarities] + b`, divided by the head's temperature (fitted by
 cross-validation, so the probabilities are honest) and soft-maxed. Training is in
 `learn/` (scikit-learn, never imported here); a head file is plain arrays in an `.npz`
 (`W`, `b`, and `meta`: JSON text) read without pickle, so loading one cannot run code.
@@ -44,7 +47,8 @@ EMBED_DIM = 384
 CHAR_DIM = 1 << 13
 CHAR_NGRAMS = (3, 4, 5)
 # Changes whenever features are computed differently: heads made for another version are refused.
-FEATURE_VERSION = f"minilm-l6-int8-mean+chars{CHAR_NGRAMS[0]}-{CHAR_NGRAMS[-1]}x{CHAR_DIM}@1"
+SIM_SCALE = 20.0  # similarities / 0.05: the fast tier's own softmax temperature
+FEATURE_VERSION = f"minilm-l6-int8-mean+chars{CHAR_NGRAMS[0]}-{CHAR_NGRAMS[-1]}x{CHAR_DIM}+optsims@2"
 SHIPPED_DIR = Path(__file__).resolve().parent / "heads_shipped"
 MAX_TEXT = 20_000  # characters read for n-grams (the embedding reads its first 256 tokens)
 
@@ -67,12 +71,22 @@ def char_features(text: str) -> tuple[np.ndarray, np.ndarray]:
     return idx, (val / np.linalg.norm(val)).astype(np.float32)
 
 
-def dense_chars(text: str) -> np.ndarray:
-    """`char_features` as a dense vector (training)."""
-    out = np.zeros(CHAR_DIM, np.float32)
-    idx, val = char_features(text)
-    out[idx] = val
-    return out
+def option_texts(question: Any) -> list[str]:
+    """What each label means, in label order, for the similarity features: the option's
+    description, else its label (a bare yes/no question: "yes" / "no")."""
+    from ...render import render
+
+    if question.type == "noul":
+        crit = question.criteria or {}
+        return [render(crit["true"]) if crit.get("true") else "yes", render(crit["false"]) if crit.get("false") else "no"]
+    if question.type == "choice":
+        return [f"{label}: {render(desc)}" if desc not in (None, "") else label for label, desc in question.label_descriptions()]
+    return [render(level) for level in question.criteria]
+
+
+def similarities(embedding: np.ndarray, options: np.ndarray) -> np.ndarray:
+    """The similarity features of one text: (labels,), or (n, labels) for a batch."""
+    return (embedding @ options.T) * SIM_SCALE
 
 
 class HeadError(ValueError):
@@ -82,7 +96,7 @@ class HeadError(ValueError):
 @dataclass
 class Head:
     meta: dict[str, Any]
-    W: np.ndarray  # (classes, EMBED_DIM + CHAR_DIM)
+    W: np.ndarray  # (classes, EMBED_DIM + CHAR_DIM + classes)
     b: np.ndarray  # (classes,)
     path: Path | None = None
 
@@ -112,16 +126,16 @@ class Head:
         """The head's weight in the llm+head blend (0: the llm decides alone)."""
         return float(self.meta.get("cascade", {}).get("head_weight", 0.5))
 
-    def logits(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    def logits(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray], sims: np.ndarray) -> np.ndarray:
         idx, val = chars
         weight = float(self.meta.get("chars_weight", 1.0))
-        z = self.W[:, :EMBED_DIM] @ embedding + self.b
+        z = self.W[:, :EMBED_DIM] @ embedding + self.W[:, EMBED_DIM + CHAR_DIM:] @ sims + self.b
         if weight and len(idx):
             z = z + weight * (self.W[:, EMBED_DIM + idx] @ val)
         return z
 
-    def probs(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        return softmax(self.logits(embedding, chars) / self.temperature)
+    def probs(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray], sims: np.ndarray) -> np.ndarray:
+        return softmax(self.logits(embedding, chars, sims) / self.temperature)
 
     # -- files ---------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
@@ -165,7 +179,7 @@ def _check(meta: Any, W: np.ndarray, b: np.ndarray) -> None:
     labels = meta["labels"]
     if not isinstance(labels, list) or len(labels) < 2:
         raise HeadError("needs at least two labels")
-    if W.shape != (len(labels), EMBED_DIM + CHAR_DIM) or b.shape != (len(labels),):
+    if W.shape != (len(labels), EMBED_DIM + CHAR_DIM + len(labels)) or b.shape != (len(labels),):
         raise HeadError(f"weights of shape {W.shape}/{b.shape} do not fit {len(labels)} labels")
     if not (np.isfinite(W).all() and np.isfinite(b).all()):
         raise HeadError("weights are not finite")
