@@ -219,11 +219,12 @@ def teach_section(dev_path: Path, engine: FastEngine) -> None:
         _, cal = fit.cross_validate(X, y, len(teach.labels_of(g.question)), k=5, grid=fit.TEACH_GRID)
         casc, asked = fit.cross_fitted_cascade(cal, llm, y)
         zs_acc, head_acc, casc_acc = metrics.accuracy(llm, y), metrics.accuracy(cal, y), metrics.accuracy(casc, y)
-        installed = max(head_acc, casc_acc) >= zs_acc  # teach's rule: never worse than zero-shot
+        best = casc_acc if fit.cascade_pays(head_acc, casc_acc, len(y)) else head_acc  # teach's rules:
+        installed = best >= zs_acc  # the cascade when it clearly pays; never worse than zero-shot
         accs["zs"].append(zs_acc)
         accs["head"].append(head_acc)
         accs["casc"].append(casc_acc)
-        accs["engine"].append(max(head_acc, casc_acc) if installed else zs_acc)
+        accs["engine"].append(best if installed else zs_acc)
         print(f"{name:<12} {len(y):>4} {zs_acc:>9.3f} {head_acc:>6.3f} {casc_acc:>8.3f} {asked.mean():>5.2f} "
               f"{'yes' if installed else 'no':>9} {metrics.ece(cal, y):>8.3f} {time.perf_counter() - t0:>6.1f}")
     print(f"{'macro':<12} {sum(len(g.y) for g in groups.values()):>4} {np.mean(accs['zs']):>9.3f} "

@@ -34,7 +34,7 @@ from system1_gateway.providers.embedded.heads import SHIPPED_DIR, option_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "heads"
-SOURCES = {"destructive": ["commands-written", "commands-thirdparty"],
+SOURCES = {"destructive": ["commands-written", "commands-thirdparty", "commands-adversarial"],
            **{t: ["prompts-written-a", "prompts-written-b", "prompts-thirdparty"]
               for t in ("read_only", "design", "review", "specified")}}
 TASKS = list(SOURCES)
@@ -116,8 +116,8 @@ def main() -> int:
             entry["zero_shot"] = metrics.summary(llm, y_dev)
             casc_probs, asked = fit.cross_fitted_cascade(cal, llm, y_dev)
             entry["cascade_cv"] = {**metrics.summary(casc_probs, y_dev), "escalated": round(float(asked.mean()), 3)}
-            # Shipped only when it wins on held-out folds, not merely in-sample.
-            if entry["cascade_cv"]["accuracy"] > entry["head_cv"]["accuracy"]:
+            # Shipped only when it wins clearly on held-out folds, not merely in-sample.
+            if fit.cascade_pays(entry["head_cv"]["accuracy"], entry["cascade_cv"]["accuracy"], len(y_dev)):
                 chosen = fit.choose_cascade(cal, llm, y_dev)
                 cascade = {"below": chosen["below"], "head_weight": chosen["head_weight"]}
             entry["cascade"] = cascade

@@ -245,6 +245,16 @@ def choose_cascade(head: np.ndarray, llm: np.ndarray, y: np.ndarray) -> dict[str
     return best
 
 
+# A cascade costs the zero-shot engine's latency (and its susceptibility to the evidence's
+# wording) on every escalated item; it is used only when it wins at least this many more
+# held-out items than the head alone — one item is within the noise of 40-70 labels.
+CASCADE_MIN_GAIN = 2
+
+
+def cascade_pays(head_acc: float, cascade_acc: float, n: int) -> bool:
+    return round((cascade_acc - head_acc) * n) >= CASCADE_MIN_GAIN
+
+
 def cross_fitted_cascade(head: np.ndarray, llm: np.ndarray, y: np.ndarray, k: int = 5,
                          seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Cascade answers where each fold's bar and weight were chosen on the other folds'

@@ -227,7 +227,7 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
                 # The bar is used when it wins on held-out folds (cross-fitted), then chosen on all.
                 casc, asked = fit.cross_fitted_cascade(cal, zs[g.key], y)
                 entry["cascade_cv"] = {**metrics.summary(casc, y), "escalated": round(float(asked.mean()), 3)}
-                if entry["cascade_cv"]["accuracy"] > best:
+                if fit.cascade_pays(best, entry["cascade_cv"]["accuracy"], len(y)):
                     chosen = fit.choose_cascade(cal, zs[g.key], y)
                     cascade = {"below": chosen["below"], "head_weight": chosen["head_weight"]}
                     best = entry["cascade_cv"]["accuracy"]

@@ -34,11 +34,12 @@ can answer in time; the rationale says which. A prefix short enough for the requ
 (at the engine's measured decode rate) is decoded inline, as before.
 
 Learned heads (heads.py) come first: a question whose wording is a built-in's, or one the
-user taught (`system1 teach`), is answered from the fast tier's embedding and character
-n-grams by a small calibrated linear model, in milliseconds; when the head is unsure (below
-its fitted `cascade.below`) and the llm is installed, the llm is asked too and the two are
-blended (the head's answer stands if the llm is not ready in time). Heads need only the
-fast tier, so they work without the `local` extra.
+user taught (`system1 teach`), is answered from the fast tier's embedding, character n-grams
+and option similarities by a small calibrated linear model, in milliseconds; when the head
+is unsure (below its fitted `cascade.below`) and the llm is installed, the zero-shot engine
+answers too, exactly as it would without the head, and the two are blended (the head's
+answer stands if the llm is not ready in time). Heads need only the fast tier, so they work
+without the `local` extra.
 
 Models load lazily, once per process, under a lock, with a warm-up decision; `warm()` also
 reads the prefix KV files of known questions back, so the first request pays none of it.
