@@ -272,3 +272,13 @@ def _parsed(question):
     from system1_gateway.model import parse_judge
 
     return parse_judge({"state": "x", "questions": {"q": question}}).questions["q"]
+
+
+def test_warm_reads_the_heads_and_caches_the_builtins_option_embeddings():
+    provider = EmbeddedProvider("embedded", {"tier": "fast"})
+    provider.warm()
+    cache = provider._fast_engine()._cache
+    for b in builtins.BUILTINS.values():
+        assert tuple(heads.option_texts(_parsed(b.question()))) in cache, b.name
+    assert provider.head_store()._shipped is not None  # files read and checked at warm-up
+    provider.close()

@@ -184,11 +184,30 @@ class EmbeddedProvider(BaseProvider):
 
     def warm(self) -> None:
         """Loads what the first request would otherwise pay: both tiers' models, compute
-        buffers, and the KV files of the questions this machine has already prepared."""
+        buffers, the KV files of the questions this machine has already prepared, and the
+        learned heads."""
         if self._use_llm():
             self._llm_engine()
-        if self.settings.tier != "llm":
-            self._fast_engine()
+        store = self.head_store()
+        if self.settings.tier != "llm" or store is not None:
+            self._fast_engine()  # heads read its embeddings whatever the tier
+        if store is not None:
+            self._warm_heads(store)
+
+    def _warm_heads(self, store: Any) -> None:
+        """Head files read and checked, the built-ins' option embeddings cached and the
+        encoder run once: the first built-in request costs what every later one does."""
+        from ... import builtins as registry
+        from ...model import parse_judge
+        from .heads import option_texts
+
+        engine = self._fast_engine()
+        for _, head in store.all().values():
+            found = registry.get(head.meta.get("builtin") or "")
+            if found is not None:
+                question = parse_judge({"state": "", "questions": {"q": found.question()}}).questions["q"]
+                engine.options(option_texts(question))
+        engine.embed(["git status"])
 
     def wait_prepared(self, timeout_s: float) -> bool:
         """Blocks until background preparation of new questions is done (tests, benchmarks,
