@@ -179,8 +179,8 @@ class BuiltinEntry(BaseModel):
     type: str
     hash: str = Field(description="builtins.question_hash of the canonical wording")
     about: str
-    instructions: Any
-    criteria: Any
+    instructions: str
+    criteria: dict[str, str] | list[str] = Field(description="outcome or option descriptions, or score levels")
 
 
 class CapabilitiesResult(BaseModel):
