@@ -185,14 +185,14 @@ class EmbeddedProvider(BaseProvider):
     def warm(self) -> None:
         """Loads what the first request would otherwise pay: both tiers' models, compute
         buffers, the KV files of the questions this machine has already prepared, and the
-        learned heads."""
+        learned heads (`tier = "llm"` loads the fast tier, and so the heads, on first need)."""
         if self._use_llm():
             self._llm_engine()
-        store = self.head_store()
-        if self.settings.tier != "llm" or store is not None:
-            self._fast_engine()  # heads read its embeddings whatever the tier
-        if store is not None:
-            self._warm_heads(store)
+        if self.settings.tier != "llm":
+            self._fast_engine()
+            store = self.head_store()
+            if store is not None:
+                self._warm_heads(store)
 
     def _warm_heads(self, store: Any) -> None:
         """Head files read and checked, the built-ins' option embeddings cached and the
