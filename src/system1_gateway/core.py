@@ -26,6 +26,7 @@ from .model import (
     DECIDE_QID,
     SCHEMA_VERSION,
     JudgeRequest,
+    answer_labels,
     describe_validation_error,
     parse_decide,
     parse_judge,
@@ -199,7 +200,7 @@ def _paused_answers(request: JudgeRequest) -> dict[str, dict[str, Any]]:
     """Every question abstains while paused; uniform probabilities say "no opinion"."""
     answers = {}
     for qid, q in request.questions.items():
-        labels = ["true", "false"] if q.type == "noul" else q.labels
+        labels = answer_labels(q)
         probs = {label: round(1 / len(labels), 6) for label in labels}
         answer: dict[str, Any] = {"type": q.type, "probabilities": probs}
         if q.type == "noul":

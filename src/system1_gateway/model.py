@@ -285,6 +285,11 @@ class DecideRequest(_Strict):
 DECIDE_QID = "decision"
 
 
+def answer_labels(question: Any) -> list[str]:
+    """The keys of a question's answer distribution, in order: true/false, labels or levels."""
+    return ["true", "false"] if question.type == "noul" else list(question.labels)
+
+
 _TAGS = {"noul", "bool", "boolean", "yesno", "predicate", "choice", "score"}
 
 

@@ -58,7 +58,7 @@ from pydantic import Field
 
 from ...errors import ConfigError, ProviderFailure, ProviderTimeout
 from ...logs import LOGGER
-from ...model import JudgeRequest
+from ...model import JudgeRequest, answer_labels
 from ...paths import state_dir
 from ...render import render
 from ..base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
@@ -428,7 +428,7 @@ class EmbeddedProvider(BaseProvider):
         pending = set(self._pending())
         for qid, (tier, probs) in zip(qids, decided):
             question = request.questions[qid]
-            labels = ["true", "false"] if question.type == "noul" else question.labels
+            labels = answer_labels(question)
             if tier == "unprepared":
                 answers[qid] = _answer(question.type, labels, [1 / len(labels)] * len(labels), "(no tier ready)")
                 answers[qid]["abstained"] = True

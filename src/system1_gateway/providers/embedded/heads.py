@@ -197,7 +197,9 @@ def softmax(z: np.ndarray) -> np.ndarray:
 
 
 def labels_of(question: Any) -> list[str]:
-    return ["true", "false"] if question.type == "noul" else list(question.labels)
+    from ...model import answer_labels
+
+    return answer_labels(question)
 
 
 class HeadStore:
