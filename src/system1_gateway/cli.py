@@ -116,6 +116,11 @@ def _parser() -> _Parser:
     common(te, provider=False)
     ic = sub.add_parser("install-claude", help="print (or --apply) the command registering the MCP server in Claude Code")
     ic.add_argument("--apply", action="store_true", help="run it (needs the `claude` CLI on PATH)")
+    sm = sub.add_parser("smoke", help="launch the installed MCP server as a client does: handshake, health, "
+                                      "one decision")
+    sm.add_argument("--question", default=None, help="the question to decide (default: is `rm -rf build/` destructive?)")
+    sm.add_argument("--options", nargs="+", default=None, metavar="OPTION", help="two or more options")
+    sm.add_argument("--pretty", action="store_true", help="indent the JSON")
     return parser
 
 
@@ -437,7 +442,20 @@ def _cmd_install_claude(args: argparse.Namespace) -> int:
     return EXIT_OK if subprocess.run(command).returncode == 0 else EXIT_FAILED
 
 
+def _cmd_smoke(args: argparse.Namespace) -> int:
+    from .smoke import DEFAULT_QUESTION, main as smoke
+
+    if args.options is not None and len(args.options) < 2:
+        _emit(_invalid("--options: give two or more options"), args.pretty)
+        return EXIT_INVALID
+    args.question = args.question or DEFAULT_QUESTION
+    report = smoke(args)
+    _emit(report, args.pretty)
+    return EXIT_OK if report["ok"] else EXIT_FAILED
+
+
 COMMANDS = {
+    "smoke": _cmd_smoke,
     "status": _cmd_status,
     "order": _cmd_order,
     "retry": _cmd_retry,

@@ -17,6 +17,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
+from .hooks import settings as hook_settings
 from .model import describe_validation_error
 from .paths import config_path
 
@@ -90,6 +91,8 @@ class Config:
     serve: ServeSettings = field(default_factory=ServeSettings)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: Path | None = None
+    # [routing], [skills], [guard]: read by the Claude Code hooks (hooks/settings.py)
+    hooks: dict[str, dict[str, Any]] = field(default_factory=lambda: hook_settings.parse({}))
 
     @property
     def chain(self) -> list[str]:
@@ -149,10 +152,14 @@ def parse_config_text(text: str, path: Path, environ: Mapping[str, str] | None =
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
-    unknown = sorted(set(data) - {"gateway", "serve", "providers"})
+    unknown = sorted(set(data) - {"gateway", "serve", "providers", *hook_settings.TABLES})
     if unknown:
-        raise ConfigError(f"{path}: unknown table or key {unknown[0]!r} "
-                          "(expected [gateway], [serve] and [providers.<name>])")
+        raise ConfigError(f"{path}: unknown table or key {unknown[0]!r} (expected [gateway], [serve], "
+                          "[providers.<name>], [routing], [skills] and [guard])")
+    try:
+        hooks = hook_settings.parse(data)
+    except hook_settings.Problem as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     gateway_raw = data.get("gateway", {})
     providers_raw = data.get("providers", {})
     if not isinstance(providers_raw, dict) or not all(isinstance(v, dict) for v in providers_raw.values()):
@@ -160,7 +167,7 @@ def parse_config_text(text: str, path: Path, environ: Mapping[str, str] | None =
 
     gateway = _table(GatewaySettings, "gateway", gateway_raw, GATEWAY_ENV, text, path, environ)
     serve = _table(ServeSettings, "serve", data.get("serve", {}), SERVE_ENV, text, path, environ)
-    config = Config(gateway=gateway, serve=serve, providers=providers_raw, source=source)
+    config = Config(gateway=gateway, serve=serve, providers=providers_raw, source=source, hooks=hooks)
     _check_chain(config, path)
     return config
 

@@ -101,6 +101,15 @@ class Gateway:
             return True
         return self.rungs.load(first, 0.0)[1]
 
+    def max_options(self) -> int | None:
+        """The most options any rung of the chain accepts in one question (None: no chain).
+        The skill picker stays dormant, without an engine call, past this."""
+        try:
+            limits = [self.rung(name).limits.max_options for name in self.chain()]
+        except Exception:  # noqa: BLE001 - a broken config or rung: the request will say why
+            return None
+        return max(limits) if limits else None
+
     # -- judge ----------------------------------------------------------------------------
     def judge(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
         started = time.perf_counter()

@@ -64,13 +64,35 @@ def fingerprint(environ: Mapping[str, str] | None = None) -> str:
     path = config_path()
     digest.update(str(path).encode("utf-8", "surrogatepass") + b"\0")
     try:
-        digest.update(path.read_bytes())
+        digest.update(_answer_bytes(path.read_bytes()))
     except OSError:
         digest.update(b"\0absent\0")
     for name in sorted(k for k in env if k.startswith("SYSTEM1_") and k not in NOT_SETTINGS):
         digest.update(b"\0" + name.encode("utf-8", "surrogatepass") + b"=" +
                       env[name].encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:32]
+
+
+HOOK_TABLES = ("routing", "skills", "guard")  # read by the hooks only: they change no answer
+
+
+def _answer_bytes(raw: bytes) -> bytes:
+    """The part of the config file that answers depend on: the file without the hooks'
+    tables, so turning a hint or the guard on does not make the running daemon "other
+    settings" (and every hook silent until a restart). A file that mentions none of them,
+    or does not parse, counts byte for byte."""
+    if not any(name.encode() in raw for name in HOOK_TABLES):
+        return raw
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return raw
+    if not any(name in data for name in HOOK_TABLES):
+        return raw
+    rest = {key: value for key, value in data.items() if key not in HOOK_TABLES}
+    return b"\0toml\0" + json.dumps(rest, sort_keys=True, default=str).encode("utf-8")
 
 
 def read_port() -> dict[str, Any] | None:

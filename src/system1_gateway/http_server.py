@@ -382,7 +382,8 @@ def _add_routes(app: FastAPI) -> None:
         ready: Readiness = request.app.state.readiness
         return JSONResponse({"status": ready.status, "version": __version__, "pid": os.getpid(),
                              "uptime_s": round(time.monotonic() - ready.started, 3),
-                             "load_s": None if ready.load_s is None else round(ready.load_s, 3)})
+                             "load_s": None if ready.load_s is None else round(ready.load_s, 3),
+                             "max_options": request.app.state.gateway.max_options()})
 
     @app.get("/metrics", response_class=Response, summary="Prometheus metrics",
              responses={200: {"content": {CONTENT_TYPE.split(";")[0]: {"schema": {"type": "string"}}}},
@@ -398,6 +399,7 @@ class Healthz(BaseModel):
     pid: int
     uptime_s: float
     load_s: float | None
+    max_options: int | None
 
 
 async def _answer(request: Request, kind: str, provider: str | None) -> JSONResponse:

@@ -1,0 +1,16 @@
+#!/bin/sh
+# SessionStart launcher of the System-1 plugin (POSIX sh; runs once per session).
+# 1. Links this plugin's data folder to the gateway's venv, so the per-prompt hooks can run
+#    "${CLAUDE_PLUGIN_DATA}/venv/bin/python" in exec form (no shell on the hot path).
+# 2. Says so when the gateway is not installed; else runs the SessionStart hook.
+venv="${SYSTEM1_INSTALL_DIR:-$HOME/.system1-gateway}/venv"
+if [ ! -x "$venv/bin/python" ]; then
+  echo '{"systemMessage":"System-1: the gateway is not installed, so its hooks are idle: run /system1:setup (or install.sh from the repository)."}'
+  exit 0
+fi
+data="${CLAUDE_PLUGIN_DATA:-}"
+if [ -n "$data" ] && [ "$(readlink "$data/venv" 2>/dev/null)" != "$venv" ]; then
+  mkdir -p "$data" && rm -f "$data/venv" 2>/dev/null
+  ln -s "$venv" "$data/venv" 2>/dev/null
+fi
+exec "$venv/bin/python" -I -m system1_gateway.hooks.session_start "$@"

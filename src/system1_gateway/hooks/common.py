@@ -1,0 +1,219 @@
+"""What every hook shares: one run (stdin payload, `--explain` timings on stderr, exactly
+one stdout), the warm daemon's judge within a budget, the routing features, the local log.
+
+A hook never fails Claude Code's turn: anything unexpected is caught by `main`, explained
+under `--explain`, and the hook exits 0 with no output (the guard applies its failure
+policy instead, see guard.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Callable
+
+from .. import client, toggle
+from ..paths import state_file
+from . import settings as hook_settings
+
+MAX_PAYLOAD_BYTES = 8 << 20  # Claude Code's hook input is small; a huge one is not ours to parse
+ROUTING_FEATURES = ("read_only", "design", "review", "specified")  # the built-ins the rule reads
+TIERS = ("haiku", "sonnet", "opus")
+MARGIN_S = 0.1  # the engine's deadline is the budget minus this: the HTTP reply fits in the cap
+
+
+class Run:
+    """One hook invocation: its payload, settings, clock and `--explain` trail."""
+
+    def __init__(self, name: str, argv: list[str]):
+        self.name = name
+        self.explain = "--explain" in argv
+        self.t0 = time.perf_counter()
+        self.payload: dict[str, Any] = {}
+        self.settings, self.problem = hook_settings.load()
+        if self.problem:
+            self.say(f"config: {self.problem}")
+
+    def ms(self) -> float:
+        return (time.perf_counter() - self.t0) * 1000
+
+    def say(self, message: str) -> None:
+        if self.explain:
+            print(f"[system1 {self.name} {self.ms():7.1f} ms] {message}", file=sys.stderr, flush=True)
+
+    def read(self) -> dict[str, Any]:
+        raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+        if len(raw) > MAX_PAYLOAD_BYTES:
+            self.say(f"input larger than {MAX_PAYLOAD_BYTES} bytes: ignored")
+            return {}
+        try:
+            payload = json.loads(raw.decode("utf-8", "replace") or "{}")
+        except ValueError as exc:
+            self.say(f"input is not JSON ({exc}): ignored")
+            return {}
+        if not isinstance(payload, dict):
+            self.say("input is not a JSON object: ignored")
+            return {}
+        self.payload = payload
+        return payload
+
+    def text(self, *keys: str) -> str:
+        """A string field of the payload (nested keys), '' when absent or not a string."""
+        value: Any = self.payload
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value if isinstance(value, str) else ""
+
+
+def main(name: str, body: Callable[[Run], dict[str, Any] | None],
+         on_crash: Callable[[Run, str], dict[str, Any] | None] | None = None) -> int:
+    """Run a hook: read stdin, call `body`, print its JSON (if any). Always exit 0."""
+    run = Run(name, sys.argv[1:])
+    try:
+        run.read()
+        out = body(run)
+    except Exception as exc:  # noqa: BLE001 - a hook must never break the user's turn
+        run.say(f"error: {type(exc).__name__}: {exc}")
+        out = on_crash(run, f"{type(exc).__name__}: {exc}") if on_crash else None
+    if out:
+        sys.stdout.write(json.dumps(out, ensure_ascii=False, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    run.say("done" + ("" if out else " (no output)"))
+    return 0
+
+
+# -- asking the warm daemon ------------------------------------------------------------------
+
+class NoAnswer(Exception):
+    """The engine could not answer (no daemon, down, timed out, error): the hook's failure path."""
+
+
+def daemon(run: Run) -> client.Daemon:
+    """The running daemon of this user's settings; hooks never start one (SessionStart does,
+    in the background) and never answer in-process: that would cost seconds."""
+    found, same = client.locate(client.peek())
+    if found is None:
+        raise NoAnswer("no daemon is running (start it: system1 daemon start)")
+    if not same:
+        raise NoAnswer("the running daemon has other settings (system1 daemon restart)")
+    return found
+
+
+def judge(run: Run, state: str, questions: dict[str, Any], budget_s: float) -> dict[str, Any]:
+    """The daemon's judge result, answered within `budget_s` (connect included); NoAnswer else."""
+    if budget_s < 0.05:
+        raise NoAnswer(f"no budget left ({budget_s * 1000:.0f} ms)")
+    found = daemon(run)
+    payload = {"state": state, "questions": questions, "deadline_s": max(budget_s - MARGIN_S, 0.01)}
+    t0 = time.perf_counter()
+    try:
+        result = found.post("/v1/judge", payload, timeout_s=budget_s)
+    except client.DaemonUnavailable as exc:
+        raise NoAnswer(f"daemon did not answer: {exc}") from None
+    run.say(f"judge {', '.join(questions)}: {(time.perf_counter() - t0) * 1000:.1f} ms, "
+            f"{result.get('status')} by {result.get('provider')} ({result.get('model')})")
+    if result.get("status") != "answered" or not isinstance(result.get("answers"), dict):
+        error = result.get("error") if isinstance(result.get("error"), dict) else {}
+        raise NoAnswer(f"engine error {error.get('code')}: {error.get('message')}")
+    return result
+
+
+def yes_no(answer: Any) -> tuple[bool, float] | None:
+    """(the yes/no answer, its confidence) of one noul answer; None when it abstained or is
+    not a usable noul answer."""
+    if not isinstance(answer, dict) or answer.get("abstained") or answer.get("type") != "noul":
+        return None
+    p_true, confidence = answer.get("p_true"), answer.get("confidence")
+    if not isinstance(p_true, (int, float)) or not isinstance(confidence, (int, float)):
+        return None
+    return p_true >= 0.5, float(confidence)
+
+
+def routing_features(run: Run, text: str, budget_s: float) -> dict[str, tuple[bool, float]]:
+    """The four routing built-ins of `text` in one request: {feature: (yes, confidence)}.
+    Raises NoAnswer when the engine fails or abstains on any of them."""
+    questions = {name: {"builtin": name} for name in ROUTING_FEATURES}
+    result = judge(run, text, questions, budget_s)
+    features = {}
+    for name in ROUTING_FEATURES:
+        answer = yes_no(result["answers"].get(name))
+        if answer is None:
+            raise NoAnswer(f"the engine abstained on {name}")
+        features[name] = answer
+    return features
+
+
+# -- when to stay out of the way ---------------------------------------------------------------
+
+HAND_BACKS = ("<task-notification", "<agent-message")
+
+
+def skip_reason(run: Run, prompt: str, min_words: int) -> str | None:
+    """Why this prompt is not judged at all (None: judge it)."""
+    if toggle.paused():
+        return "paused (system1 toggle on resumes)"
+    stripped = prompt.lstrip()
+    if not stripped:
+        return "empty prompt"
+    if stripped.startswith("/"):
+        return "slash command"
+    if stripped.startswith(HAND_BACKS):
+        return "subagent hand-back"
+    if len(stripped.split()) < min_words:
+        return f"under {min_words} words"
+    return None
+
+
+# -- the local log -----------------------------------------------------------------------------
+
+def repo_of(cwd: str) -> str:
+    """The git work tree holding `cwd` (the nearest parent with a .git), else `cwd` itself."""
+    path = os.path.abspath(cwd or os.getcwd())
+    probe = path
+    while True:
+        if os.path.exists(os.path.join(probe, ".git")):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return path
+        probe = parent
+
+
+def logs_here(run: Run, cwd: str) -> bool:
+    """Is the log on for this directory? (`[routing] log_dirs`: the repository or a parent)."""
+    path = os.path.abspath(cwd or os.getcwd())
+    for root in run.settings["routing"]["log_dirs"]:
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def log_path() -> str:
+    return state_file("logs", "routing.jsonl")
+
+
+def append_log(run: Run, record: dict[str, Any]) -> None:
+    """Append one JSON line to the routing log (0600; one write on an O_APPEND descriptor, so
+    concurrent hooks never interleave lines)."""
+    path = log_path()
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+    run.say(f"logged {record.get('source')} entry to {path}")
+
+
+def base_record(run: Run, source: str) -> dict[str, Any]:
+    cwd = run.text("cwd") or os.getcwd()
+    return {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "source": source,
+            "session_id": run.text("session_id") or None, "prompt_id": run.text("prompt_id") or None,
+            "repo": repo_of(cwd), "cwd": cwd}
+
+
+def feature_record(features: dict[str, tuple[bool, float]]) -> dict[str, Any]:
+    return {name: {"answer": yes, "confidence": round(conf, 4)} for name, (yes, conf) in features.items()}

@@ -1,0 +1,78 @@
+"""PreToolUse on Bash: the guard. Off by default (`[guard] enabled = true` turns it on).
+
+    <venv python> -I -m system1_gateway.hooks.guard [--explain] < hook-input.json
+
+Asks the built-in `destructive` question of the command. When the answer is yes at or above
+`[guard] min_confidence`, it returns `permissionDecision: "ask"` with a one-line reason, so
+the user confirms before the command runs. It never allows (Claude Code's own permission
+rules still apply to everything it lets through) and never rewrites the command.
+
+When the engine cannot answer (no daemon, down, timed out, an error), `[guard] on_failure`
+decides: "ask" (the default: the user is asked rather than the command silently passing) or
+"open" (say nothing). The command is evidence: it is sent as data, and the reason shown is
+built from fixed words and the confidence only.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import common
+from .common import NoAnswer, Run
+
+
+def ask(reason: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                   "permissionDecisionReason": reason}}
+
+
+def failed(run: Run, why: str) -> dict[str, Any] | None:
+    """The failure policy: ask the user (default) or stay out of the way."""
+    guard = run.settings["guard"]
+    if not guard["enabled"]:
+        return None
+    if guard["on_failure"] == "open":
+        run.say(f"engine failed ({why}); on_failure = open: no decision")
+        return None
+    run.say(f"engine failed ({why}); on_failure = ask")
+    return ask("System-1 guard could not judge this command (the engine did not answer); "
+               "confirm it yourself, or run /system1:doctor.")
+
+
+def body(run: Run) -> dict[str, Any] | None:
+    guard = run.settings["guard"]
+    if not guard["enabled"]:
+        run.say("guard is off ([guard] enabled = false)")
+        return None
+    command = run.text("tool_input", "command")
+    if not command.strip():
+        run.say("no command in the tool input")
+        return None
+    if common.toggle.paused():
+        run.say("paused (system1 toggle on resumes)")
+        return None
+    try:
+        result = common.judge(run, command, {"destructive": {"builtin": "destructive"}}, guard["budget_s"])
+    except NoAnswer as exc:
+        return failed(run, str(exc))
+    answer = result["answers"].get("destructive")
+    if not isinstance(answer, dict) or not isinstance(answer.get("p_true"), (int, float)):
+        return failed(run, "no usable answer")
+    p_true = float(answer["p_true"])
+    destructive = p_true >= 0.5 and max(p_true, 1 - p_true) >= guard["min_confidence"]
+    run.say(f"destructive p = {p_true:.3f}; " + ("ask" if destructive else "no decision"))
+    if common.logs_here(run, run.text("cwd")):
+        common.append_log(run, {**common.base_record(run, "guard"), "command": command,
+                                "tool_use_id": run.text("tool_use_id") or None,
+                                "features": {"destructive": {"answer": p_true >= 0.5,
+                                                             "confidence": round(max(p_true, 1 - p_true), 4)}},
+                                "asked": destructive})
+    if not destructive:
+        return None
+    return ask(f"System-1 guard: this command reads as destructive (p = {p_true:.2f}): it may delete or "
+               "overwrite data. Confirm before it runs.")
+
+
+if __name__ == "__main__":
+    sys.exit(common.main("guard", body, on_crash=failed))

@@ -1,0 +1,56 @@
+"""The user's routing rule: `~/.config/system1/routing_rule.py`, copied from the default
+(`routing_rule.py` beside this module) the first time a hook needs it.
+
+The file is the user's own code, run in the hook process like a shell alias would be: it is
+compiled and executed in a fresh namespace (no import machinery, ≈ 0.2 ms), and its
+`tier(features)` must return one of haiku / sonnet / opus.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from ..paths import config_path
+from .common import TIERS
+
+DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "routing_rule.py")
+
+
+class RuleError(Exception):
+    """The rule file is missing a `tier`, raised, or returned something that is not a tier."""
+
+
+def rule_path() -> str:
+    return str(config_path().parent / "routing_rule.py")
+
+
+def ensure_rule() -> str:
+    """The user's rule file, created from the default when absent."""
+    path = rule_path()
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copyfile(DEFAULT, path)
+    return path
+
+
+def apply_rule(features: dict[str, bool], path: str | None = None) -> str:
+    """The tier the rule picks for these features; RuleError when it cannot."""
+    path = path or ensure_rule()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+        namespace: dict[str, Any] = {"__name__": "system1_routing_rule", "__file__": path}
+        exec(compile(source, path, "exec"), namespace)  # noqa: S102 - the user's own rule file
+        rule = namespace.get("tier")
+        if not callable(rule):
+            raise RuleError(f"{path}: defines no tier(features) function")
+        chosen = rule(dict(features))
+    except RuleError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's code: any error is reported, not raised
+        raise RuleError(f"{path}: {type(exc).__name__}: {exc}") from None
+    if chosen not in TIERS:
+        raise RuleError(f"{path}: tier() returned {chosen!r}, expected one of {', '.join(TIERS)}")
+    return chosen

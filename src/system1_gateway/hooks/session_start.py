@@ -1,0 +1,130 @@
+"""SessionStart: silent unless something needs the user.
+
+    <venv python> -I -m system1_gateway.hooks.session_start [--explain] < hook-input.json
+
+One line (`systemMessage`, shown to the user, not given to the model) when:
+  * the config file is broken (TOML, or an invalid [routing] / [skills] / [guard] key);
+  * routing or the guard is on but no daemon answers and autostart is off (how to start it);
+  * 30 or more logged prompts wait for labels (suggests /system1:calibrate).
+With `[serve] autostart` on and no daemon running, it starts the daemon in the background
+(no wait) so the first prompt finds the engine warm. "Not installed" is said by the
+plugin's launcher (hooks/session-start.sh) before Python is even looked for.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from .. import client
+from ..paths import config_path, state_file
+from . import common
+from .common import Run
+
+LABEL_BACKLOG = 30  # logged prompts without a label before calibrate is suggested
+PREFIX = "System-1: "
+
+
+def config_problem(run: Run) -> str | None:
+    """A problem with the config file that the fast path can see without pydantic."""
+    if run.problem:
+        return run.problem
+    path = config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{path}: cannot read: {exc}"
+    import tomllib
+
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return f"{path}: invalid TOML: {exc}"
+    return None
+
+
+def unlabelled_prompts() -> int:
+    """Logged prompts (source "prompt") not yet in the labels file."""
+    labelled: set[str] = set()
+    try:
+        with open(state_file("logs", "labels.jsonl"), encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(entry, dict) and isinstance(entry.get("prompt_id"), str):
+                    labelled.add(entry["prompt_id"])
+    except OSError:
+        pass
+    count = 0
+    try:
+        with open(common.log_path(), encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if '"source":"prompt"' not in line:
+                    continue
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if entry.get("prompt_id") not in labelled:
+                    count += 1
+    except OSError:
+        return 0
+    return count
+
+
+def engine_line(run: Run) -> str | None:
+    """Routing or the guard is on: is an engine answering? (Starts the daemon when allowed.)"""
+    wanted = [name for name in ("routing", "guard") if run.settings[name]["enabled"]]
+    if not wanted or common.toggle.paused():
+        return None
+    settings = client.peek()
+    found, same = client.locate(settings)
+    if found is not None and same:
+        try:
+            if found.get("/healthz", 1.0).get("status") in ("ok", "loading"):
+                run.say(f"daemon answers: {found.describe()}")
+                return None
+        except client.DaemonUnavailable as exc:
+            run.say(f"daemon does not answer: {exc}")
+    if settings.autostart and found is None:
+        from .. import daemon as lifecycle  # stdlib + daemon_files only
+
+        started = lifecycle.ensure_running()
+        if started is not None:
+            run.say(f"daemon {started.get('status')} in the background")
+            return None
+    feature = " and ".join("routing" if name == "routing" else "the guard" for name in wanted)
+    if found is not None and not same:
+        return (f"{PREFIX}{feature} is on, but the running engine has other settings: run "
+                "`system1 daemon restart` (or /system1:doctor).")
+    return (f"{PREFIX}{feature} is on, but the engine is not running: start it with "
+            "`system1 daemon start` (or /system1:doctor).")
+
+
+def body(run: Run) -> dict[str, Any] | None:
+    lines = []
+    problem = config_problem(run)
+    if problem:
+        lines.append(f"{PREFIX}the config file is broken, routing and the guard are off until it is fixed: "
+                     f"{problem} (/system1:doctor)")
+    else:
+        line = engine_line(run)
+        if line:
+            lines.append(line)
+    backlog = unlabelled_prompts() if run.settings["routing"]["enabled"] else 0
+    if backlog >= LABEL_BACKLOG:
+        lines.append(f"{PREFIX}{backlog} logged prompts wait for labels: /system1:calibrate fits the routing "
+                     "threshold to your own prompts.")
+    if not lines:
+        run.say("nothing needs the user")
+        return None
+    return {"systemMessage": "\n".join(lines)}
+
+
+if __name__ == "__main__":
+    sys.exit(common.main("session_start", body))

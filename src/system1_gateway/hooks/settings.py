@@ -1,0 +1,109 @@
+"""The hooks' settings: `[routing]`, `[skills]` and `[guard]` of the config file, read with
+tomllib (stdlib only: a hook runs once per prompt or tool call).
+
+This is the one definition of these tables: `config.py` calls `parse` too, so `system1
+doctor`, `order` and the daemon refuse what the hooks refuse, with the same message.
+A hook that meets an invalid table does nothing (the guard applies its failure policy) and
+says why under `--explain`; SessionStart tells the user once per session.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..paths import config_path
+
+# The defaults, and the type of each key. Everything is off until the user turns it on.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "routing": {
+        "enabled": False,        # ask the four routing features of each prompt
+        "hint": False,           # add the one-line hint when every feature clears min_confidence
+        "min_confidence": 0.8,
+        "log_dirs": [],          # repositories (or parents) whose prompts are logged, locally
+        "budget_s": 1.5,         # the engine budget per prompt, shared with the skill picker
+        "min_words": 10,         # shorter prompts are not routed
+    },
+    "skills": {
+        "enabled": True,         # record which skill fits (only where the log is on, or hint = true)
+        "hint": False,           # "consider the x skill" when confidence >= min_confidence
+        "min_confidence": 0.8,
+    },
+    "guard": {
+        "enabled": False,        # ask before a Bash command the engine judges destructive
+        "min_confidence": 0.8,
+        "on_failure": "ask",     # engine down / timed out: "ask" the user, or let it run ("open")
+        "budget_s": 1.5,
+    },
+}
+ON_FAILURE = ("ask", "open")
+TABLES = tuple(DEFAULTS)
+
+
+class Problem(Exception):
+    """An invalid hook setting; the message names the table, the key and what was expected."""
+
+
+def _check(table: str, key: str, value: Any) -> Any:
+    default = DEFAULTS[table][key]
+    where = f"[{table}] {key}"
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise Problem(f"{where}: expected true or false, got {value!r}")
+        return value
+    if isinstance(default, int) and not isinstance(default, bool) and key == "min_words":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1000:
+            raise Problem(f"{where}: expected a whole number from 0 to 1000, got {value!r}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise Problem(f"{where}: expected a number, got {value!r}")
+        low, high = (0.0, 1.0) if key == "min_confidence" else (0.05, 30.0)
+        if not low <= float(value) <= high:
+            raise Problem(f"{where}: expected a number from {low:g} to {high:g}, got {value!r}")
+        return float(value)
+    if key == "log_dirs":
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise Problem(f"{where}: expected a list of directory paths, got {value!r}")
+        return [os.path.abspath(os.path.expanduser(v)) for v in value]
+    if key == "on_failure":
+        if value not in ON_FAILURE:
+            raise Problem(f"{where}: expected \"ask\" or \"open\", got {value!r}")
+        return value
+    raise Problem(f"{where}: unknown key")  # pragma: no cover - DEFAULTS lists every key
+
+
+def parse(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The three tables of a parsed config file, with defaults; raises Problem."""
+    settings = {}
+    for table, defaults in DEFAULTS.items():
+        raw = data.get(table, {})
+        if not isinstance(raw, dict):
+            raise Problem(f"[{table}]: expected a table, got {raw!r}")
+        unknown = sorted(set(raw) - set(defaults))
+        if unknown:
+            raise Problem(f"[{table}] {unknown[0]}: unknown key (expected one of {', '.join(defaults)})")
+        settings[table] = {key: _check(table, key, raw[key]) if key in raw else default
+                           for key, default in defaults.items()}
+    return settings
+
+
+def load() -> tuple[dict[str, dict[str, Any]], str | None]:
+    """(settings, problem): the defaults and a message when the file is unreadable or invalid."""
+    path = config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return parse({}), None
+    except (OSError, UnicodeDecodeError) as exc:
+        return parse({}), f"{path}: cannot read: {exc}"
+    if not any(table in text for table in TABLES):
+        return parse({}), None  # nothing of ours in the file: skip the TOML parse
+    import tomllib
+
+    try:
+        return parse(tomllib.loads(text)), None
+    except tomllib.TOMLDecodeError as exc:
+        return parse({}), f"{path}: invalid TOML: {exc}"
+    except Problem as exc:
+        return parse({}), f"{path}: {exc}"

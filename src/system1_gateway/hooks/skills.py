@@ -1,0 +1,115 @@
+"""Which skills the model could load right now: the skill picker's candidates.
+
+From the hook input when it carries a `skills` list ([{name, description}]), else from disk:
+the user's `~/.claude/skills/*/SKILL.md`, the project's `.claude/skills/*/SKILL.md`, and every
+enabled plugin's `skills/*/SKILL.md` (named `<plugin>:<skill>`), minus the skills marked
+`disable-model-invocation` (the model cannot load those, so they are never suggested).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+MAX_DESCRIPTION = 400  # characters of a description sent to the engine (the listing truncates too)
+TRUE_WORDS = {"true", "yes", "on", "1"}
+
+
+def frontmatter(text: str) -> dict[str, str]:
+    """The scalar keys of a SKILL.md's YAML frontmatter (the subset skills use: `key: value`,
+    quoted values, and `>` / `|` block scalars). Not YAML in general, and not needed to be."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}
+    fields: dict[str, str] = {}
+    key, block, parts = None, False, []
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        if block and (line.startswith((" ", "\t")) or not line.strip()):
+            parts.append(line.strip())
+            continue
+        if key is not None and block:
+            fields[key] = " ".join(p for p in parts if p)
+        key, block, parts = None, False, []
+        name, sep, value = line.partition(":")
+        if not sep or line.startswith((" ", "\t", "#")):
+            continue
+        key, value = name.strip(), value.strip()
+        if value in (">", "|", ">-", "|-", ">+", "|+"):
+            block = True
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        fields[key] = value
+        key = None
+    if key is not None and block:
+        fields[key] = " ".join(p for p in parts if p)
+    return fields
+
+
+def _skill_dir_entries(root: str, prefix: str = "") -> list[dict[str, str]]:
+    found = []
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return found
+    for name in names:
+        path = os.path.join(root, name, "SKILL.md")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                meta = frontmatter(handle.read(16384))
+        except (OSError, UnicodeDecodeError):
+            continue
+        if meta.get("disable-model-invocation", "").lower() in TRUE_WORDS:
+            continue
+        description = " ".join((meta.get("description", "") + " " + meta.get("when_to_use", "")).split())
+        if description:
+            found.append({"name": prefix + (meta.get("name") or name), "description": description[:MAX_DESCRIPTION]})
+    return found
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _enabled_plugin_roots(claude_dir: str, project_dir: str) -> list[tuple[str, str]]:
+    """(plugin name, install path) of each plugin enabled in user or project settings."""
+    enabled: dict[str, bool] = {}
+    for settings in (os.path.join(claude_dir, "settings.json"), os.path.join(project_dir, ".claude", "settings.json"),
+                     os.path.join(project_dir, ".claude", "settings.local.json")):
+        data = _read_json(settings)
+        if isinstance(data, dict) and isinstance(data.get("enabledPlugins"), dict):
+            enabled.update({k: bool(v) for k, v in data["enabledPlugins"].items()})
+    installed = _read_json(os.path.join(claude_dir, "plugins", "installed_plugins.json"))
+    plugins = installed.get("plugins") if isinstance(installed, dict) else None
+    roots = []
+    for key, on in enabled.items():
+        records = plugins.get(key) if isinstance(plugins, dict) else None
+        if not on or not isinstance(records, list) or not records:
+            continue
+        path = records[-1].get("installPath") if isinstance(records[-1], dict) else None
+        if isinstance(path, str):
+            roots.append((key.partition("@")[0], path))
+    return roots
+
+
+def candidates(payload: dict[str, Any], project_dir: str) -> list[dict[str, str]]:
+    given = payload.get("skills")
+    if isinstance(given, list):
+        return [{"name": s["name"], "description": " ".join(str(s.get("description", "")).split())[:MAX_DESCRIPTION]}
+                for s in given if isinstance(s, dict) and isinstance(s.get("name"), str) and s.get("description")]
+    claude_dir = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    found = _skill_dir_entries(os.path.join(claude_dir, "skills"))
+    found += _skill_dir_entries(os.path.join(project_dir, ".claude", "skills"))
+    for plugin, root in _enabled_plugin_roots(claude_dir, project_dir):
+        found += _skill_dir_entries(os.path.join(root, "skills"), prefix=plugin + ":")
+    unique: dict[str, dict[str, str]] = {}
+    for skill in found:
+        unique.setdefault(skill["name"], skill)
+    return list(unique.values())
