@@ -4,6 +4,9 @@
 #    "${CLAUDE_PLUGIN_DATA}/venv/bin/python" in exec form (no shell on the hot path).
 # 2. Says so when the gateway is not installed; else runs the SessionStart hook.
 venv="${SYSTEM1_INSTALL_DIR:-$HOME/.system1-gateway}/venv"
+if [ -x "$venv/Scripts/python.exe" ]; then  # Windows (Git Bash): install.ps1 made the junctions
+  exec "$venv/Scripts/python.exe" -I -m system1_gateway.hooks.session_start "$@"
+fi
 if [ ! -x "$venv/bin/python" ]; then
   echo '{"systemMessage":"System-1: the gateway is not installed, so its hooks are idle: run /system1:setup (or install.sh from the repository)."}'
   exit 0

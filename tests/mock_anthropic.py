@@ -41,10 +41,12 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def user_text(body: dict[str, Any]) -> str:
-    """All the text of every user message (prompts, hook context, reminders), joined."""
+    """All the text the model is given besides its own turns: user messages (prompts, tool
+    results) and the mid-conversation `system` messages Claude Code 2.1.332 puts hook context
+    and environment reminders in, joined."""
     parts = []
     for message in body.get("messages", []):
-        if message.get("role") != "user":
+        if message.get("role") == "assistant":
             continue
         content = message.get("content")
         for block in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:

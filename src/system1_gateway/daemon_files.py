@@ -30,7 +30,7 @@ from .paths import config_path, state_dir
 NOT_SETTINGS = frozenset({
     "SYSTEM1_SERVE_AUTOSTART", "SYSTEM1_SERVE_IDLE_EXIT_MIN", "SYSTEM1_SERVE_HOST", "SYSTEM1_SERVE_PORT",
     "SYSTEM1_STATE_DIR", "SYSTEM1_TOOLS_DIR", "SYSTEM1_REQUIRE_CLIENTS", "SYSTEM1_LOG_FILE",
-    "SYSTEM1_LOG_LEVEL", "SYSTEM1_DAEMON_LOCK_FD",
+    "SYSTEM1_LOG_LEVEL", "SYSTEM1_DAEMON_LOCK_FD", "SYSTEM1_INSTALL_DIR", "SYSTEM1_PYTHON",
 })
 PORT_FIELDS = {"pid": int, "host": str, "port": int, "url": str, "fingerprint": str, "version": str,
                "started": (int, float)}

@@ -106,7 +106,10 @@ def judge(run: Run, state: str, questions: dict[str, Any], budget_s: float) -> d
     if budget_s < 0.05:
         raise NoAnswer(f"no budget left ({budget_s * 1000:.0f} ms)")
     found = daemon(run)
-    payload = {"state": state, "questions": questions, "deadline_s": max(budget_s - MARGIN_S, 0.01)}
+    # min_confidence 0: every answer comes back with its confidence, and the hook applies its
+    # own threshold ([routing] / [guard] min_confidence), logging what it saw either way.
+    payload = {"state": state, "questions": questions, "deadline_s": max(budget_s - MARGIN_S, 0.01),
+               "min_confidence": 0.0}
     t0 = time.perf_counter()
     try:
         result = found.post("/v1/judge", payload, timeout_s=budget_s)

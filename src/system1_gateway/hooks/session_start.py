@@ -99,10 +99,11 @@ def engine_line(run: Run) -> str | None:
             run.say(f"daemon {started.get('status')} in the background")
             return None
     feature = " and ".join("routing" if name == "routing" else "the guard" for name in wanted)
+    feature += " are" if len(wanted) == 2 else " is"
     if found is not None and not same:
-        return (f"{PREFIX}{feature} is on, but the running engine has other settings: run "
+        return (f"{PREFIX}{feature} on, but the running engine has other settings: run "
                 "`system1 daemon restart` (or /system1:doctor).")
-    return (f"{PREFIX}{feature} is on, but the engine is not running: start it with "
+    return (f"{PREFIX}{feature} on, but the engine is not running: start it with "
             "`system1 daemon start` (or /system1:doctor).")
 
 

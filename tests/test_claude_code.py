@@ -1,0 +1,270 @@
+"""The plugin end to end, through the real `claude` CLI (installed by `.ci/run` from npm) in a
+temporary HOME, against a local mock of the Anthropic Messages API (tests/mock_anthropic.py):
+the plugin installed from this repository as a local marketplace, the MCP server registered
+with the command `system1 install-claude` prints, a warm daemon answering with the embedded
+heads. Assertions are on what the mock receives, what the hooks log and what ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, require
+from mock_anthropic import MockAnthropic, last_user_blocks, tool_results, user_text
+
+TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
+CLAUDE = TOOLS / "cc" / "node_modules" / ".bin" / "claude"
+HINT = "System-1 routing hint:"
+LONG_PROMPT = "Explain how the retry logic in src/net/client.py decides when to give up on a request"
+
+pytestmark = pytest.mark.models  # a real daemon with the embedded engine's heads
+
+
+def tracked_tree(dest: Path) -> Path:
+    """The repository as a clean clone has it (tracked and new files, nothing ignored): what
+    a user's `git clone` holds. (A directory marketplace is copied whole into Claude Code's
+    plugin cache, ignored files included: anthropics/claude-code#93423.)"""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+class ClaudeHome:
+    """A temporary HOME with the plugin installed, the server registered, a config and a daemon."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.home, self.project, self.install = base / "home", base / "project", base / "install"
+        for path in (self.home, self.project, self.install):
+            path.mkdir(parents=True)
+        (self.install / "venv").symlink_to(Path(sys.prefix))  # the gateway's venv, as install.sh makes it
+        subprocess.run(["git", "init", "-q", str(self.project)], check=True)
+        self.config = base / "xdg" / "system1" / "config.toml"
+        self.env = {
+            "HOME": str(self.home), "PATH": os.environ["PATH"], "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "ANTHROPIC_API_KEY": "sk-ant-api03-mock",
+            "ENABLE_TOOL_SEARCH": "false", "SYSTEM1_STATE_DIR": str(base / "state"),
+            "XDG_CONFIG_HOME": str(base / "xdg"), "SYSTEM1_INSTALL_DIR": str(self.install),
+            "SYSTEM1_SERVE_PORT": "0", "SYSTEM1_SERVE_AUTOSTART": "0",
+        }
+        self.log = base / "state" / "logs" / "routing.jsonl"
+
+    def run(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([str(CLAUDE), *args], capture_output=True, text=True, timeout=timeout,
+                              env={**self.env, **(env or {})}, cwd=cwd or self.project)
+
+    def system1(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "system1_gateway.cli", *args], capture_output=True, text=True,
+                              env={**self.env}, timeout=120)
+
+    def write_config(self, **tables: dict[str, Any]) -> None:
+        lines = ['[providers.embedded]', 'tier = "fast"']
+        for table, values in tables.items():
+            lines.append(f"[{table}]")
+            lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+        self.config.parent.mkdir(parents=True, exist_ok=True)
+        self.config.write_text("\n".join(lines) + "\n")
+
+    def log_entries(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+    def engine_requests(self) -> int:
+        status = json.loads(self.system1("status").stdout)
+        return status["today"]["requests"]
+
+    def prompt(self, api: MockAnthropic, text: str, *allowed: str) -> dict[str, Any]:
+        args = ["-p", text, "--output-format", "json"]
+        if allowed:
+            args += ["--allowedTools", *allowed]
+        proc = self.run(*args, env={"ANTHROPIC_BASE_URL": api.url})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return json.loads(proc.stdout)
+
+
+ROUTING_ON = {"routing": {"enabled": True, "hint": True, "min_confidence": 0.5, "log_dirs": []},
+              "guard": {"enabled": True, "min_confidence": 0.6}}
+
+
+@pytest.fixture(scope="module")
+def cc(tmp_path_factory):
+    require(CLAUDE.exists(), str(CLAUDE))
+    base = tmp_path_factory.mktemp("claude-code")
+    home = ClaudeHome(base)
+    market = tracked_tree(base / "clone")
+    added = home.run("plugin", "marketplace", "add", str(market))
+    assert added.returncode == 0, added.stdout + added.stderr
+    installed = home.run("plugin", "install", "system1@system1-gateway", "--scope", "user")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    register = home.system1("install-claude").stdout.split()
+    assert register[:3] == ["claude", "mcp", "add"]
+    registered = home.run(*register[1:])
+    assert registered.returncode == 0, registered.stdout + registered.stderr
+    home.write_config(routing={**ROUTING_ON["routing"], "log_dirs": [str(home.project)]}, guard=ROUTING_ON["guard"])
+    started = home.system1("daemon", "start")
+    assert started.returncode == 0, started.stdout + started.stderr
+    end = time.monotonic() + 120
+    while json.loads(home.system1("daemon", "status").stdout).get("health") != "ok":
+        assert time.monotonic() < end, "the daemon did not become ready"
+        time.sleep(0.2)
+    yield home
+    home.system1("daemon", "stop")
+
+
+def test_plugin_validates_strictly_with_the_real_cli(tmp_path):
+    require(CLAUDE.exists(), str(CLAUDE))
+    proc = subprocess.run([str(CLAUDE), "plugin", "validate", str(ROOT), "--strict"], capture_output=True, text=True,
+                          env={"HOME": str(tmp_path), "PATH": os.environ["PATH"], "DISABLE_AUTOUPDATER": "1"},
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Validation passed" in proc.stdout
+    for skill in ("setup", "choose-model", "report", "calibrate", "doctor", "add-provider", "toggle"):
+        assert f"skills: system1:{skill}" in proc.stdout
+
+
+def test_the_plugin_is_installed_and_enabled_from_the_local_marketplace(cc):
+    listed = cc.run("plugin", "list")
+    assert "system1@system1-gateway" in listed.stdout and "enabled" in listed.stdout
+    server = cc.run("mcp", "get", "system1", timeout=180)
+    assert "Connected" in server.stdout, server.stdout + server.stderr
+
+
+def test_a_long_prompt_gets_the_hint_in_the_next_request(cc):
+    before = len(cc.log_entries())
+    with MockAnthropic() as api:
+        cc.prompt(api, LONG_PROMPT)
+    first = api.main_requests()[0]
+    text = user_text(first)
+    assert HINT in text and "→ subagent model: haiku" in text, text[-2000:]
+    entries = cc.log_entries()[before:]
+    prompts = [e for e in entries if e["source"] == "prompt"]
+    assert len(prompts) == 1 and prompts[0]["prompt"] == LONG_PROMPT and prompts[0]["rule_tier"] == "haiku"
+    assert set(prompts[0]["features"]) == {"read_only", "design", "review", "specified"}
+    assert prompts[0]["repo"] == str(cc.project)
+
+
+@pytest.mark.parametrize("prompt", ["Explain the retry logic please",
+                                    "<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n"
+                                    "<summary>Agent finished reading every module of the repository and "
+                                    "reported back</summary>\n</task-notification>"])
+def test_short_prompts_and_hand_backs_get_no_hint_and_no_engine_call(cc, prompt):
+    before, calls = len(cc.log_entries()), cc.engine_requests()
+    with MockAnthropic() as api:
+        cc.prompt(api, prompt)
+    assert api.main_requests() and all(HINT not in user_text(r) for r in api.requests)
+    assert cc.engine_requests() == calls and len(cc.log_entries()) == before
+
+
+def test_the_mcp_tool_result_comes_back_in_the_next_request(cc):
+    def script(body):
+        if tool_results(body):
+            return [{"type": "text", "text": "done."}]
+        return [{"type": "tool_use", "name": "mcp__system1__system1_decide",
+                 "input": {"question": "git push --force origin main", "builtin": "destructive"}}]
+
+    with MockAnthropic(script) as api:
+        cc.prompt(api, "Use the system1 tool to judge whether force-pushing to main is destructive here",
+                   "mcp__system1__system1_decide")
+    results = [r for r in api.main_requests() if tool_results(r)]
+    assert results, "no request carried the tool result"
+    result = tool_results(results[0])[0]
+    content = result["content"] if isinstance(result["content"], str) else result["content"][0]["text"]
+    decision = json.loads(content)
+    assert decision["status"] == "decided" and decision["decision"] == "yes", decision
+    assert decision["provider"] == "embedded" and decision["model"] == "head:destructive@1"
+
+
+def test_an_agent_spawn_is_recorded_with_the_chosen_model(cc):
+    brief = "Read every module under src/ and list the public functions that have no docstring"
+
+    def script(body):
+        last = " ".join(b.get("text", "") for b in last_user_blocks(body) if b.get("type") == "text")
+        if "Spawn a helper agent" in last:  # the main loop's first turn, not the subagent's, not the hand-back
+            return [{"type": "tool_use", "name": "Agent",
+                     "input": {"description": "Find undocumented functions", "prompt": brief,
+                               "subagent_type": "general-purpose", "model": "haiku"}}]
+        return [{"type": "text", "text": "done."}]
+
+    before = len(cc.log_entries())
+    with MockAnthropic(script) as api:
+        cc.prompt(api, "Spawn a helper agent: it should list the public functions that have no docstring", "Agent")
+    spawns = [e for e in cc.log_entries()[before:] if e["source"] == "agent"]
+    assert len(spawns) == 1, cc.log_entries()[before:]
+    spawn = spawns[0]
+    assert spawn["model"] == "haiku" and spawn["subagent_type"] == "general-purpose" and spawn["prompt"] == brief
+    assert spawn["tool_use_id"].startswith("toolu_mock") and spawn["rule_tier"] in ("haiku", "sonnet", "opus")
+    assert set(spawn["features"]) == {"read_only", "design", "review", "specified"}
+
+
+def _bash_script(command):
+    def script(body):
+        if tool_results(body):
+            return [{"type": "text", "text": "done."}]
+        return [{"type": "tool_use", "name": "Bash", "input": {"command": command, "description": "run it"}}]
+    return script
+
+
+def test_the_guard_asks_before_rm_rf_and_the_command_does_not_run(cc):
+    build = cc.project / "build"
+    build.mkdir(exist_ok=True)
+    (build / "artifact.bin").write_text("keep me")
+    with MockAnthropic(_bash_script("rm -rf ./build")) as api:
+        out = cc.prompt(api, "Clean the build directory of this project so the next build starts fresh", "Bash")
+    assert (build / "artifact.bin").exists(), "the destructive command ran"
+    guard = [e for e in cc.log_entries() if e["source"] == "guard" and e["command"] == "rm -rf ./build"]
+    assert guard and guard[-1]["asked"] is True and guard[-1]["features"]["destructive"]["answer"] is True
+    result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
+    assert result.get("is_error") is True, result
+    denials = out.get("permission_denials", [])
+    assert denials and denials[0]["tool_name"] == "Bash", out
+
+
+def test_the_guard_lets_ls_run(cc):
+    (cc.project / "visible-marker.txt").write_text("x")
+    with MockAnthropic(_bash_script("ls -la")) as api:
+        out = cc.prompt(api, "List the files in this project directory including the hidden ones please", "Bash")
+    result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
+    content = result["content"] if isinstance(result["content"], str) else json.dumps(result["content"])
+    assert "visible-marker.txt" in content and not result.get("is_error"), result
+    assert not out.get("permission_denials")
+
+
+def test_toggle_off_means_no_hint_no_log_no_engine_call(cc):
+    assert cc.system1("toggle", "off").returncode == 0
+    try:
+        before, calls = len(cc.log_entries()), cc.engine_requests()
+        with MockAnthropic() as api:
+            cc.prompt(api, LONG_PROMPT)
+        assert all(HINT not in user_text(r) for r in api.requests)
+        assert len(cc.log_entries()) == before and cc.engine_requests() == calls
+    finally:
+        cc.system1("toggle", "on")
+
+
+def test_session_start_says_one_line_when_routing_is_on_and_the_daemon_is_stopped(cc):
+    assert cc.system1("daemon", "stop").returncode == 0
+    try:
+        with MockAnthropic() as api:
+            proc = cc.run("-p", "hello", "--output-format", "stream-json", "--verbose",
+                          env={"ANTHROPIC_BASE_URL": api.url})
+        assert proc.returncode == 0, proc.stderr
+        assert "System-1: routing and the guard are on, but the engine is not running" in proc.stdout, \
+            proc.stdout[-3000:]
+    finally:
+        assert cc.system1("daemon", "start").returncode == 0
