@@ -77,19 +77,17 @@ HOOK_TABLES = ("routing", "skills", "guard")  # read by the hooks only: they cha
 
 
 def _answer_bytes(raw: bytes) -> bytes:
-    """The part of the config file that answers depend on: the file without the hooks'
-    tables, so turning a hint or the guard on does not make the running daemon "other
-    settings" (and every hook silent until a restart). A file that mentions none of them,
-    or does not parse, counts byte for byte."""
-    if not any(name.encode() in raw for name in HOOK_TABLES):
+    """The part of the config file that answers depend on: its parsed content without the
+    hooks' tables, so turning a hint or the guard on does not make the running daemon "other
+    settings" (and every hook silent until a restart). A file that does not parse counts byte
+    for byte (whoever loads it reports the error)."""
+    if not raw.strip():
         return raw
     import tomllib
 
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return raw
-    if not any(name in data for name in HOOK_TABLES):
         return raw
     rest = {key: value for key, value in data.items() if key not in HOOK_TABLES}
     return b"\0toml\0" + json.dumps(rest, sort_keys=True, default=str).encode("utf-8")

@@ -34,6 +34,7 @@ class MockSettings(Settings):
     malformed: Literal[MALFORMED_KINDS] = "sum"  # type: ignore[valid-type]
     confidence: float = Field(default=0.9, gt=0, le=1)
     answer: str | None = Field(default=None, description="Force this label (or true/false) everywhere")
+    max_options: int = Field(default=256, ge=2, le=256)  # to test what callers do with a small engine
 
 
 class MockProvider(BaseProvider):
@@ -43,7 +44,7 @@ class MockProvider(BaseProvider):
     def __init__(self, name: str, settings: dict[str, Any]):
         self.name = name
         self.settings: MockSettings = parse_settings(MockSettings, name, settings)
-        self.limits = Limits()
+        self.limits = Limits(max_options=self.settings.max_options)
 
     def _pick(self, request: JudgeRequest, qid: str, labels: list[str]) -> int:
         s = self.settings
