@@ -1,6 +1,6 @@
 """The stdlib-only client of the per-user daemon (the CLI fast path, the stdio MCP server, hooks).
 
-Only the standard library is imported here (socket, json, tomllib): a hook or a CLI call
+Only the standard library is imported here (socket, json; tomllib only when the config changed): a hook or a CLI call
 that finds a warm daemon must not pay for pydantic (≈ 140 ms), mcp, numpy or httpx. Even
 http.client is left out: with the email parser and ssl it imports it cost ≈ 30 ms of a
 ≈ 60 ms budget (benchmarks/daemon_cli.py), and one loopback HTTP/1.1 exchange with
@@ -23,8 +23,9 @@ import json
 import os
 import socket
 import time
-from typing import Any
-from urllib.parse import quote
+TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+if TYPE_CHECKING:
+    from typing import Any
 
 from . import daemon_files
 from .paths import config_path
@@ -48,7 +49,7 @@ class DaemonUnavailable(Exception):
 
 
 class Settings:
-    """The few settings the fast path needs, read from the config file with tomllib.
+    """The few settings the fast path needs, read from the config file (config_file.py).
     (Plain classes here, not dataclasses: `dataclasses` imports `inspect`, ≈ 8 ms.)"""
 
     def __init__(self, deadline_s: float = DEFAULT_DEADLINE_S, load_budget_s: float = DEFAULT_LOAD_BUDGET_S,
@@ -78,18 +79,12 @@ def _flag(value: Any, default: bool) -> bool:
 def peek() -> Settings:
     """The fast path's settings. A broken file gives the defaults: whoever answers (the
     daemon, or the in-process gateway) reports the config error itself."""
-    try:
-        text = config_path().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        text = ""
-    data: dict[str, Any] = {}
-    if text.strip():
-        import tomllib  # only when there is a file to read
+    from . import config_file
 
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            pass
+    try:
+        data = config_file.load() or {}
+    except config_file.Unreadable:
+        data = {}
     gateway = data.get("gateway") if isinstance(data.get("gateway"), dict) else {}
     serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
     tables = data.get("providers") if isinstance(data.get("providers"), dict) else {}
@@ -120,6 +115,8 @@ class Daemon:
 
     def post(self, path: str, payload: Any, timeout_s: float, query: dict[str, str] | None = None) -> dict[str, Any]:
         body = json.dumps(payload, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        if query:
+            from urllib.parse import quote  # ≈ 2 ms: only when there is a query to encode
         target = path + ("?" + "&".join(f"{quote(k)}={quote(v, safe='')}" for k, v in query.items()) if query else "")
         return self._call("POST", path, target, body, timeout_s)
 
@@ -164,7 +161,10 @@ def _exchange(host: str, port: int, request: bytes, timeout_s: float) -> tuple[i
     """One HTTP/1.1 request and its response (status, body) over a fresh loopback connection,
     all within timeout_s (the connect within CONNECT_TIMEOUT_S). Raises OSError."""
     end = time.monotonic() + max(timeout_s, 0.01)
-    with socket.create_connection((host, port), timeout=min(CONNECT_TIMEOUT_S, max(timeout_s, 0.01))) as sock:
+    # The host as bytes: getaddrinfo encodes a str host with the idna codec, whose first use
+    # imports stringprep and unicodedata (≈ 2 ms per hook process).
+    address = host.encode("ascii") if host.isascii() else host
+    with socket.create_connection((address, port), timeout=min(CONNECT_TIMEOUT_S, max(timeout_s, 0.01))) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(max(end - time.monotonic(), 0.001))
         sock.sendall(request)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import threading
 from pathlib import Path
 
 
@@ -44,6 +43,8 @@ def config_path() -> Path:
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so readers see the old file or the new one, never half of it
     (a temporary file per process and thread, then one rename). Raises OSError."""
+    import threading  # here, not at import: the hooks import this module and never write with it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -13,7 +13,9 @@ orchestrator chose (`tool_input.model`, null when it left the default), `subagen
 from __future__ import annotations
 
 import sys
-from typing import Any
+TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+if TYPE_CHECKING:
+    from typing import Any
 
 from . import common
 from .common import NoAnswer, Run

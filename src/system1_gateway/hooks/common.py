@@ -12,7 +12,9 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable
+TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from .. import client, toggle
 from ..paths import state_file

@@ -21,7 +21,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+if TYPE_CHECKING:
+    from typing import Any
 
 from . import common, skills
 from .common import NoAnswer, Run

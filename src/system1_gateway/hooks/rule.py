@@ -9,8 +9,9 @@ compiled and executed in a fresh namespace (no import machinery, ≈ 0.2 ms), an
 from __future__ import annotations
 
 import os
-import shutil
-from typing import Any
+TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..paths import config_path
 from .common import TIERS
@@ -31,7 +32,11 @@ def ensure_rule() -> str:
     path = rule_path()
     if not os.path.exists(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        shutil.copyfile(DEFAULT, path)
+        try:
+            with open(DEFAULT, "rb") as source, open(path, "xb") as target:  # (shutil costs ≈ 3 ms to import)
+                target.write(source.read())
+        except FileExistsError:  # another hook created it meanwhile
+            pass
     return path
 
 

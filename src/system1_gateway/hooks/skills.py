@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DESCRIPTION = 400  # characters of a description sent to the engine (the listing truncates too)
 TRUE_WORDS = {"true", "yes", "on", "1"}
