@@ -110,6 +110,16 @@ def test_turning_a_hook_feature_on_keeps_the_daemon_fingerprint(write_config):
     assert daemon_files.fingerprint() != before
 
 
+def test_the_parsed_config_is_cached_and_every_edit_is_seen(write_config, tmp_path):
+    path = write_config("[routing]\nenabled = true\n")
+    assert settings.load()[0]["routing"]["enabled"] is True
+    assert (tmp_path / "state" / "cache" / "config.json").exists()
+    path.write_text("[routing]\nenabled = fals\n")  # the same size, at once: still seen
+    assert "invalid TOML" in settings.load()[1]
+    path.write_text("[routing]\nenabled = false\n")
+    assert settings.load() == (settings.parse({"routing": {"enabled": False}}), None)
+
+
 # -- silence ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["route", "guard", "agent", "session_start"])
@@ -407,7 +417,8 @@ def test_the_launcher_says_not_installed_and_links_the_venv(tmp_path):
 
 # -- the hook path stays light -------------------------------------------------------------
 
-HEAVY = ["pydantic", "mcp", "numpy", "httpx", "rich", "fastapi", "uvicorn", "anyio", "tomlkit"]
+HEAVY = ["pydantic", "mcp", "numpy", "httpx", "rich", "fastapi", "uvicorn", "anyio", "tomlkit",
+         "tomllib", "typing", "hashlib", "shutil"]  # the last four: ≈ 20 ms a hook need not pay
 PROBE = """
 import runpy, sys, io
 sys.argv = ["hook"]
@@ -425,6 +436,7 @@ def test_hooks_import_the_standard_library_only(write_config, tmp_path, start_da
     config(write_config, tmp_path, routing=routing_on(tmp_path), guard={"enabled": True})
     start_daemon()
     payload = json.dumps({"prompt": LONG, "cwd": str(tmp_path), "tool_input": {"command": "rm -rf x", "prompt": LONG}})
+    hook(name, payload)  # a first run parses the config and caches it (then tomllib is not needed)
     proc = subprocess.run([sys.executable, "-I", "-c", PROBE % (payload.encode(), f"system1_gateway.hooks.{name}", HEAVY)],
                           capture_output=True, text=True, timeout=60)
     assert "LOADED=\n" in proc.stderr, proc.stderr

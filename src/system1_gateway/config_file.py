@@ -2,9 +2,10 @@
 
 `tomllib` costs ≈ 6-11 ms to import (it pulls in typing, datetime and its regexes), more than a
 hook's whole budget for reading settings. So the parsed file is kept as JSON in the state
-dir (`cache/config.json`, 0600), keyed by the file's path, size and modification time; a hook
-or CLI call that finds the key unchanged reads JSON (already imported) and never imports
-tomllib. Any change to the file changes the key. A file that does not parse is never cached:
+dir (`cache/config.json`, 0600), keyed by the file's path and the sha256 of its bytes (read
+every time: a small file, microseconds; timestamps are too coarse to tell two quick edits
+apart). A hook or CLI call that finds the key unchanged reads JSON (already imported) and
+never imports tomllib. A file that does not parse is never cached:
 every reader sees the error.
 """
 
@@ -24,20 +25,19 @@ class Unreadable(Exception):
     """The file exists but cannot be read or parsed; the message names the file and why."""
 
 
-def _key(path: str, stat: os.stat_result) -> list[Any]:
-    return [path, stat.st_size, stat.st_mtime_ns, stat.st_ino]
-
-
 def load() -> dict[str, Any] | None:
     """The parsed config file; None when there is none; Unreadable when it cannot be used."""
     path = str(config_path())
     try:
-        stat = os.stat(path)
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise Unreadable(f"{path}: cannot read: {exc}") from None
-    key = _key(path, stat)
+    from .daemon_files import sha256  # the builtin one, without OpenSSL's import cost
+
+    key = [path, sha256(raw).hexdigest()]
     cache = state_file("cache", "config.json")
     try:
         with open(cache, encoding="utf-8") as handle:
@@ -46,17 +46,15 @@ def load() -> dict[str, Any] | None:
             return cached["data"]
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         pass
-    data = _parse(path)
+    data = _parse(path, raw)
     _store(cache, key, data)
     return data
 
 
-def _parse(path: str) -> dict[str, Any]:
+def _parse(path: str, raw: bytes) -> dict[str, Any]:
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise Unreadable(f"{path}: cannot read: {exc}") from None
     import tomllib
 
