@@ -268,3 +268,40 @@ def test_session_start_says_one_line_when_routing_is_on_and_the_daemon_is_stoppe
             proc.stdout[-3000:]
     finally:
         assert cc.system1("daemon", "start").returncode == 0
+
+
+def _texts(body: dict[str, Any]) -> set[str]:
+    """Every line of text the model is given: system blocks, messages, tool descriptions."""
+    chunks = [b.get("text", "") for b in body.get("system", []) if isinstance(b, dict)] \
+        if isinstance(body.get("system"), list) else [str(body.get("system", ""))]
+    chunks.append(user_text(body))
+    chunks += [t.get("description", "") for t in body.get("tools", [])]
+    return {line.strip() for chunk in chunks for line in chunk.splitlines() if line.strip()}
+
+
+def plugin_context(cc: ClaudeHome) -> list[str]:
+    """The lines the enabled plugin adds to a session's first request (hint off: a short prompt)."""
+    with MockAnthropic() as api:
+        cc.prompt(api, "hello")
+    enabled = _texts(api.main_requests()[0])
+    assert cc.run("plugin", "disable", "system1@system1-gateway").returncode == 0
+    try:
+        with MockAnthropic() as api:
+            cc.prompt(api, "hello")
+        disabled = _texts(api.main_requests()[0])
+    finally:
+        assert cc.run("plugin", "enable", "system1@system1-gateway").returncode == 0
+    return sorted(enabled - disabled)
+
+
+def test_the_plugin_adds_under_250_tokens_to_each_session(cc):
+    from tokenizers import Tokenizer
+
+    added = plugin_context(cc)
+    assert [line.split(":")[1] for line in added] == ["calibrate", "doctor", "report"], added
+    tokenizer = Tokenizer.from_file(str(ROOT / "src" / "system1_gateway" / "providers" / "embedded" / "minilm"
+                                        / "tokenizer.json"))
+    tokens = len(tokenizer.encode("\n".join(added), add_special_tokens=False).ids)
+    chars = sum(len(line) + 1 for line in added)
+    print(f"\nplugin context: {len(added)} lines, {chars} characters, {tokens} WordPiece tokens")
+    assert tokens < 250 and chars < 1000  # ≈ 4 characters per Claude token: both well under 250
