@@ -43,6 +43,12 @@ def tracked_tree(dest: Path) -> Path:
     return dest
 
 
+def api_env(api: MockAnthropic) -> dict[str, str]:
+    """A session's API: the mock. (Only sessions get a key: `claude plugin …` and `claude mcp …`
+    with a key set spend ≈ 17 s trying to reach the real API first.)"""
+    return {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-api03-mock"}
+
+
 class ClaudeHome:
     """A temporary HOME with the plugin installed, the server registered, a config and a daemon."""
 
@@ -56,8 +62,7 @@ class ClaudeHome:
         self.config = base / "xdg" / "system1" / "config.toml"
         self.env = {
             "HOME": str(self.home), "PATH": os.environ["PATH"], "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "ANTHROPIC_API_KEY": "sk-ant-api03-mock",
-            "ENABLE_TOOL_SEARCH": "false", "SYSTEM1_STATE_DIR": str(base / "state"),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "ENABLE_TOOL_SEARCH": "false", "SYSTEM1_STATE_DIR": str(base / "state"),
             "XDG_CONFIG_HOME": str(base / "xdg"), "SYSTEM1_INSTALL_DIR": str(self.install),
             "SYSTEM1_SERVE_PORT": "0", "SYSTEM1_SERVE_AUTOSTART": "0",
         }
@@ -93,7 +98,7 @@ class ClaudeHome:
         args = ["-p", text, "--output-format", "json"]
         if allowed:
             args += ["--allowedTools", *allowed]
-        proc = self.run(*args, env={"ANTHROPIC_BASE_URL": api.url})
+        proc = self.run(*args, env=api_env(api))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return json.loads(proc.stdout)
 
@@ -141,7 +146,7 @@ def test_plugin_validates_strictly_with_the_real_cli(tmp_path):
 def test_the_plugin_is_installed_and_enabled_from_the_local_marketplace(cc):
     listed = cc.run("plugin", "list")
     assert "system1@system1-gateway" in listed.stdout and "enabled" in listed.stdout
-    server = cc.run("mcp", "get", "system1", timeout=180)
+    server = cc.run("mcp", "get", "system1", timeout=180)  # spawns the registered server, checks it
     assert "Connected" in server.stdout, server.stdout + server.stderr
 
 
@@ -262,7 +267,7 @@ def test_session_start_says_one_line_when_routing_is_on_and_the_daemon_is_stoppe
     try:
         with MockAnthropic() as api:
             proc = cc.run("-p", "hello", "--output-format", "stream-json", "--verbose",
-                          env={"ANTHROPIC_BASE_URL": api.url})
+                          env=api_env(api))
         assert proc.returncode == 0, proc.stderr
         assert "System-1: routing and the guard are on, but the engine is not running" in proc.stdout, \
             proc.stdout[-3000:]
