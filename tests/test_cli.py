@@ -167,3 +167,109 @@ def run_cli_bytes(args, data):
     proc = subprocess.run([sys.executable, "-m", "system1_gateway.cli", *args], input=data,
                           capture_output=True, env=env, timeout=120)
     return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines() if line.strip()], proc.stderr
+
+
+# -- --chain: this call's rung order -----------------------------------------------------------
+CHAIN_CONFIG = ('[gateway]\nprovider = "first"\nfallback = ["second"]\n'
+                '[providers.first]\nkind = "mock"\nmode = "fail"\n'
+                '[providers.second]\nkind = "mock"\nmodel = "second-model"\nanswer = "no"\n'
+                '[providers.third]\nkind = "mock"\nmodel = "third-model"\nanswer = "yes"\n')
+
+
+def test_chain_flag_sets_the_order_of_one_call(write_config):
+    write_config(CHAIN_CONFIG)
+    code, out, _ = run_cli("judge", "--chain", "first,third", input=json.dumps(judge_payload()))
+    assert code == 0 and out[0]["provider"] == "third" and out[0]["order"] == ["first", "third"]
+    assert [(a["provider"], a["outcome"]) for a in out[0]["attempts"]] == [("first", "error"), ("third", "ok")]
+    code, out, _ = run_cli("decide", "ok?", "--chain", "third,second")
+    assert code == 0 and out[0]["decision"] == "yes" and [a["provider"] for a in out[0]["attempts"]] == ["third"]
+    code, out, _ = run_cli("decide", "ok?", "--provider", "second,third")  # --provider takes a list too
+    assert code == 0 and out[0]["decision"] == "no" and out[0]["provider"] == "second"
+    code, out, _ = run_cli("judge", "--chain", "first", input=json.dumps(judge_payload()))
+    assert code == 1 and out[0]["order"] == ["first"] and out[0]["error"]["code"] == "provider_error"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--chain", "second,second"], "--chain: lists 'second' twice (expected each rung once)"),
+    (["--chain", "second,,third"], "--chain: entry 2 of 'second,,third' is empty (expected rung names"),
+    (["--chain", ""], "--chain: empty (expected rung names separated by commas"),
+    (["--chain", "third,nosuch"], "--chain: unknown provider 'nosuch' (expected a provider kind:"),
+    (["--provider", "third,third"], "--provider: lists 'third' twice"),
+    (["--chain", "third", "--provider", "second"], "argument --provider: not allowed with argument --chain"),
+])
+@pytest.mark.parametrize("command", ["decide", "judge"])
+def test_a_bad_chain_exits_2_naming_the_flag(write_config, command, args, expected):
+    write_config(CHAIN_CONFIG)
+    argv = ["decide", "ok?", *args] if command == "decide" else ["judge", *args]
+    code, out, _ = run_cli(*argv, input=json.dumps(judge_payload()))
+    assert code == 2 and len(out) == 1 and out[0]["error"]["code"] == "invalid_request"
+    assert expected in out[0]["error"]["message"]
+
+
+def test_a_billed_rung_in_a_chain_without_consent_is_skipped(write_config):
+    write_config(CHAIN_CONFIG)
+    code, out, err = run_cli("judge", "--chain", "openai,third", input=json.dumps(judge_payload()),
+                             env={"SYSTEM1_OPENAI_API_KEY": "sk-test-abcdefgh"})
+    assert code == 0 and out[0]["provider"] == "third" and out[0]["order"] == ["openai", "third"]
+    skipped = out[0]["attempts"][0]
+    assert skipped["provider"] == "openai" and skipped["outcome"] == "skipped"
+    assert "no billing consent recorded for 'openai'" in skipped["detail"] and "skipped" in err
+
+
+def test_status_reports_on_a_chain_without_asking_an_engine(write_config):
+    write_config(CHAIN_CONFIG)
+    code, out, _ = run_cli("status", "--chain", "openai,third")
+    assert code == 0 and out[0]["order"] == ["openai", "third"] and set(out[0]["rungs"]) == {"openai", "third"}
+    assert out[0]["rungs"]["openai"]["blocked"].startswith("no billing consent")
+    assert out[0]["preferred_start"] == "openai" and out[0]["actual_start"] == "third"
+    assert out[0]["today"]["requests"] == 0  # a report, not a request
+    code, out, _ = run_cli("status")
+    assert code == 0 and out[0]["order"] == ["first", "second"]
+    code, out, _ = run_cli("status", "--chain", "third,third")
+    assert code == 2 and out[0]["error"]["message"] == "--chain: lists 'third' twice (expected each rung once)"
+
+
+# -- install-pi ----------------------------------------------------------------------------------
+@pytest.fixture
+def pi_source(monkeypatch, tmp_path):
+    """A stand-in for the shipped extension (tests never write under src/)."""
+    from system1_gateway import pi_install
+
+    source = tmp_path / "shipped" / "pi_extension"
+    monkeypatch.setattr(pi_install, "source", lambda: source)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    return source
+
+
+def test_install_pi_prints_where_and_applies_a_fresh_copy(pi_source, tmp_path, capsys):
+    from system1_gateway import cli
+
+    (pi_source / "lib").mkdir(parents=True)
+    (pi_source / "index.ts").write_text("export default function () {}\n")
+    (pi_source / "lib" / "core.ts").write_text("// v2\n")
+    target = tmp_path / "agent" / "extensions" / "system1"
+    assert cli.main(["install-pi"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown == {"installed": False, "would_install": str(target), "source": str(pi_source)}
+    assert not target.exists()
+    target.mkdir(parents=True)  # an older copy, with a file the new one no longer has
+    (target / "index.ts").write_text("// v1\n")
+    (target / "stale.ts").write_text("// gone in v2\n")
+    assert cli.main(["install-pi", "--apply"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"installed": True, "path": str(target), "source": str(pi_source)}
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*")) == ["index.ts", "lib", "lib/core.ts"]
+    assert (target / "index.ts").read_text() == "export default function () {}\n"
+    assert [p.name for p in target.parent.iterdir()] == ["system1"]  # no staging directory left behind
+
+
+def test_install_pi_without_the_extension_says_so(pi_source, capsys):
+    from system1_gateway import cli
+
+    for argv in (["install-pi"], ["install-pi", "--apply"]):
+        assert cli.main(argv) == 1
+        out = json.loads(capsys.readouterr().out)
+        assert out["installed"] is False and out["error"]["code"] == "not_found"
+        assert f"the Pi extension directory {pi_source} does not exist" in out["error"]["message"]
+    pi_source.mkdir(parents=True)
+    assert cli.main(["install-pi"]) == 1
+    assert f"{pi_source} has no index.ts" in json.loads(capsys.readouterr().out)["error"]["message"]

@@ -193,6 +193,44 @@ def test_provider_flag_is_passed_to_the_daemon(write_config, start_daemon):
     assert code == 2 and "--provider: unknown provider 'nosuch'" in out[0]["error"]["message"]
 
 
+BAD_CHAINS = [["--chain", "second,second"], ["--chain", "first,,second"], ["--chain", "first,nosuch"],
+              ["--provider", "nosuch,first"], ["--chain", "first", "--provider", "second"]]
+
+
+def test_chain_flag_is_passed_to_the_daemon_and_agrees_with_in_process(write_config, start_daemon):
+    write_config(MOCK_CONFIG + '[providers.broken]\nkind = "mock"\nmode = "fail"\n')
+    daemon = start_daemon()
+    request = json.dumps(judge_payload())
+    code, out, _ = run_cli("judge", "--chain", "broken,second,mock", input=request)
+    assert code == 0 and route(out[0])["outcome"] == "ok" and f"pid {daemon.pid}" in route(out[0])["detail"]
+    assert out[0]["order"] == ["broken", "second", "mock"] and out[0]["provider"] == "second"
+    by_daemon = [(a["provider"], a["outcome"]) for a in out[0]["attempts"][1:]]
+    assert by_daemon == [("broken", "error"), ("second", "ok")]
+    refusals = [run_cli("decide", "ok?", *args) for args in BAD_CHAINS]
+    assert all(code == 2 and out[0]["error"]["code"] == "invalid_request" for code, out, _ in refusals)
+    daemon.stop()
+    code, out, _ = run_cli("judge", "--chain", "broken,second,mock", input=request)
+    assert code == 0 and route(out[0]) == {} and out[0]["order"] == ["broken", "second", "mock"]
+    assert [(a["provider"], a["outcome"]) for a in out[0]["attempts"]] == by_daemon
+    in_process = [run_cli("decide", "ok?", *args) for args in BAD_CHAINS]
+    assert [out[0]["error"]["message"] for _, out, _ in in_process] == \
+        [out[0]["error"]["message"] for _, out, _ in refusals]
+
+
+def test_a_chain_override_sent_to_the_daemon_is_checked_there_too(write_config, start_daemon):
+    """What client.ask sends (`?provider=a,b`) the daemon checks itself: a caller that skipped
+    the CLI's own check gets the 422 result, never the daemon's configured chain."""
+    from system1_gateway import client
+
+    write_config(MOCK_CONFIG)
+    start_daemon()
+    routed = client.ask("/v1/judge", judge_payload(), provider="second,second", autostart=False)
+    assert routed.result["error"]["code"] == "invalid_request"
+    assert routed.result["error"]["message"] == "provider: lists 'second' twice (expected each rung once)"
+    routed = client.ask("/v1/judge", judge_payload(), provider="second,first", autostart=False)
+    assert routed.result["order"] == ["second", "first"] and routed.result["provider"] == "second"
+
+
 def test_an_environment_override_runs_in_process_and_says_so(write_config, start_daemon):
     write_config(MOCK_CONFIG)
     daemon = start_daemon()

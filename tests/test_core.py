@@ -198,3 +198,81 @@ def test_a_provider_bug_is_a_provider_error_not_a_crash(mock_gateway):
     result = gateway.judge(judge_payload())
     assert result["error"]["code"] == "provider_error"
     assert result["attempts"][0]["detail"] == "mock: internal error (ZeroDivisionError)"
+
+
+# -- the per-request chain override -----------------------------------------------------------
+CHAIN_CONFIG = ('[gateway]\nprovider = "first"\nfallback = ["second"]\n'
+                '[providers.first]\nkind = "mock"\nmode = "fail"\n'
+                '[providers.second]\nkind = "mock"\nmodel = "second-model"\n'
+                '[providers.third]\nkind = "mock"\nmodel = "third-model"\n')
+
+
+def test_a_chain_override_sets_the_order_of_one_call(write_config):
+    write_config(CHAIN_CONFIG)
+    from system1_gateway.core import Gateway
+
+    with Gateway.from_environment() as gateway:
+        result = gateway.judge(judge_payload(), provider="first,third")
+        alone = gateway.judge(judge_payload(), provider="third")
+        spaced = gateway.decide({"question": "ok?"}, provider=" third , second ")
+        default = gateway.judge(judge_payload())
+    judge_result_adapter.validate_python(result)
+    assert result["status"] == "answered" and result["provider"] == "third" and result["model"] == "third-model"
+    assert result["order"] == ["first", "third"]
+    assert [(a["provider"], a["outcome"]) for a in result["attempts"]] == [("first", "error"), ("third", "ok")]
+    assert alone["order"] == ["third"] and [a["provider"] for a in alone["attempts"]] == ["third"]
+    assert spaced["provider"] == "third" and [a["provider"] for a in spaced["attempts"]] == ["third"]
+    assert default["order"] == ["first", "second"] and default["provider"] == "second"  # the override was one call's
+
+
+@pytest.mark.parametrize("override, says", [
+    ("first,first", "provider: lists 'first' twice (expected each rung once)"),
+    ("first,,third", "provider: entry 2 of 'first,,third' is empty"),
+    ("", "provider: empty (expected rung names separated by commas"),
+    ("third,nosuch", "provider: unknown provider 'nosuch' (expected a provider kind:"),
+])
+def test_a_bad_chain_override_is_an_invalid_request_before_any_rung(write_config, override, says):
+    write_config(CHAIN_CONFIG)
+    from system1_gateway.core import Gateway
+
+    with Gateway.from_environment() as gateway:
+        judged = gateway.judge(judge_payload(), provider=override)
+        decided = gateway.decide({"question": "ok?"}, provider=override)
+    for result in (judged, decided):
+        assert result["status"] == "error" and result["error"]["code"] == "invalid_request"
+        assert says in result["error"]["message"] and result["attempts"] == []
+
+
+def test_an_injected_rung_may_be_named_in_an_override():
+    from system1_gateway.config import Config, GatewaySettings
+    from system1_gateway.core import Gateway
+    from system1_gateway.providers.mock import MockProvider
+
+    with Gateway(Config(gateway=GatewaySettings(provider="mock")),
+                 providers={"local": MockProvider("local", {"model": "local-1"})}) as gateway:
+        result = gateway.judge(judge_payload(), provider="local,mock")
+    assert result["provider"] == "local" and result["order"] == ["local", "mock"]
+
+
+def test_a_billed_rung_in_an_override_still_needs_consent(write_config, monkeypatch):
+    """Consent is checked where the chain runs: naming `openai` in a per-request chain skips it
+    (never called) until a person confirmed the billing precautions, as in the configured chain."""
+    from system1_gateway import consent
+    from system1_gateway.core import Gateway
+
+    called = []
+    monkeypatch.setattr("system1_gateway.providers.openai.OpenAIProvider.judge",
+                        lambda self, request, timeout_s: called.append(1))
+    monkeypatch.setenv("SYSTEM1_OPENAI_API_KEY", "sk-test-abcdefgh")
+    write_config(CHAIN_CONFIG)
+    with Gateway.from_environment() as gateway:
+        result = gateway.judge(judge_payload(), provider="openai,third")
+    assert called == [] and result["status"] == "answered" and result["provider"] == "third"
+    assert result["order"] == ["openai", "third"]
+    skipped, answered = result["attempts"]
+    assert skipped["provider"] == "openai" and skipped["outcome"] == "skipped"
+    assert "no billing consent recorded for 'openai'" in skipped["detail"] and answered["outcome"] == "ok"
+    consent.save({"openai": consent.now()})  # once confirmed, the override reaches it
+    with Gateway.from_environment() as gateway:
+        gateway.judge(judge_payload(), provider="openai,third")
+    assert called == [1]

@@ -211,6 +211,47 @@ def test_provider_query_parameter(client):
     assert known.status_code == 200 and known.json()["provider"] == "mock"
 
 
+CHAIN_CONFIG = ('[gateway]\nprovider = "first"\nfallback = ["second"]\n'
+                '[providers.first]\nkind = "mock"\nmode = "fail"\n'
+                '[providers.second]\nkind = "mock"\nmodel = "second-model"\nanswer = "no"\n'
+                '[providers.third]\nkind = "mock"\nmodel = "third-model"\nanswer = "yes"\n')
+
+
+def test_chain_query_parameter_sets_the_order_of_one_call(write_config):
+    write_config(CHAIN_CONFIG)
+    with TestClient(create_app(Gateway.from_environment())) as c:
+        judged = c.post("/v1/judge?chain=first,third", json=judge_payload())
+        decided = c.post("/v1/decide?chain=third,second", json=DECIDE)
+        listed = c.post("/v1/decide?provider=second,third", json=DECIDE)  # ?provider= takes a list too
+        default = c.post("/v1/judge", json=judge_payload())
+    assert judged.status_code == 200 and judged.json()["provider"] == "third"
+    assert judged.json()["order"] == ["first", "third"]
+    assert [(a["provider"], a["outcome"]) for a in judged.json()["attempts"]] == [("first", "error"), ("third", "ok")]
+    assert decided.status_code == 200 and decided.json()["decision"] == "yes"
+    assert [a["provider"] for a in decided.json()["attempts"]] == ["third"]
+    assert listed.status_code == 200 and listed.json()["provider"] == "second"
+    assert default.json()["order"] == ["first", "second"] and default.json()["provider"] == "second"
+
+
+@pytest.mark.parametrize("query, says", [
+    ("chain=second,second", "chain: lists 'second' twice (expected each rung once)"),
+    ("chain=second,,third", "chain: entry 2 of 'second,,third' is empty (expected rung names"),
+    ("chain=", "chain: empty (expected rung names separated by commas"),
+    ("chain=third,nosuch", "chain: unknown provider 'nosuch' (expected a provider kind:"),
+    ("provider=third,third", "provider: lists 'third' twice"),
+    ("chain=third&provider=second", "provider, chain: both query parameters given"),
+])
+def test_a_bad_chain_is_422_naming_the_parameter(write_config, query, says):
+    write_config(CHAIN_CONFIG)
+    with TestClient(create_app(Gateway.from_environment())) as c:
+        for route, adapter in (("/v1/judge", judge_result_adapter), ("/v1/decide", decide_response_adapter)):
+            response = c.post(f"{route}?{query}", json=judge_payload() if route == "/v1/judge" else DECIDE)
+            assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_request"
+            assert response.json()["error"]["message"].startswith(says)
+            assert response.json()["attempts"] == []
+            adapter.validate_python(response.json())
+
+
 def test_http_level_errors_are_json_naming_the_problem(client):
     with client() as c:
         missing = c.get("/v1/nothing")

@@ -80,3 +80,13 @@ def test_client_module_is_stdlib_only(tmp_path):
                           env={"SYSTEM1_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_the_pi_helpers_are_stdlib_only(tmp_path):
+    """`jev-ask` and `system1 install-pi` run in a shell before anything heavy is needed."""
+    script = ("import sys\nimport system1_gateway.jev_ask, system1_gateway.pi_install, system1_gateway.overrides\n"
+              f"print(','.join(sorted(m for m in {FAST_HEAVY!r} if m in sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={"SYSTEM1_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""

@@ -90,6 +90,11 @@ class Rungs:
                                       f"{str(exc)[:200]})") from None
             return self._built[name]
 
+    def known(self, name: str) -> bool:
+        """A rung this gateway can build: injected, or a provider kind (directly or through
+        its [providers.<name>] table)."""
+        return name in self._injected or self._config.kind_of(name) in providers.KINDS
+
     def load(self, name: str, wait_s: float) -> tuple[float, bool]:
         """Load the rung's engine (its `warm()`) once per process, shared by every caller;
         wait for it at most `wait_s`. Returns (seconds waited, finished). Never raises: a

@@ -62,7 +62,12 @@ def _parser() -> _Parser:
     def common(p: argparse.ArgumentParser, provider: bool = True) -> None:
         p.add_argument("--pretty", action="store_true", help="indent the JSON for humans")
         if provider:
-            p.add_argument("--provider", help="use only this provider (rung name) for this call")
+            # Two spellings of one thing (the per-request chain override): both at once is an error.
+            rungs = p.add_mutually_exclusive_group()
+            rungs.add_argument("--chain", metavar="A,B,...", help="this call's rung order: configured rung names or "
+                               "provider kinds, comma-separated, each once (cooldowns and consent still apply)")
+            rungs.add_argument("--provider", metavar="NAME", help="use only this rung for this call (the older "
+                               "spelling of --chain; a comma-separated list works too)")
 
     d = sub.add_parser("decide", help="ask one question; a yes/no choice unless --options are given")
     d.add_argument("question")
@@ -84,6 +89,8 @@ def _parser() -> _Parser:
     c = sub.add_parser("capabilities", help="version, schemas, provider chain, thresholds")
     common(c, provider=False)
     st = sub.add_parser("status", help="order, credentials present, cooldowns, last route, today's counts, toggle")
+    st.add_argument("--chain", metavar="A,B,...", help="report on this rung order instead of the configured one "
+                                                       "(what a call with --chain A,B would see; no engine is asked)")
     common(st, provider=False)
     o = sub.add_parser("order", help="set the provider chain (rewrites provider/fallback in the config file)")
     o.add_argument("names", nargs="+", metavar="PROVIDER")
@@ -116,6 +123,10 @@ def _parser() -> _Parser:
     common(te, provider=False)
     ic = sub.add_parser("install-claude", help="print (or --apply) the command registering the MCP server in Claude Code")
     ic.add_argument("--apply", action="store_true", help="run it (needs the `claude` CLI on PATH)")
+    ip = sub.add_parser("install-pi", help="print (or --apply) where the Pi extension goes: "
+                                           "$PI_CODING_AGENT_DIR/extensions/system1/")
+    ip.add_argument("--apply", action="store_true", help="copy it there, replacing an older copy")
+    common(ip, provider=False)
     sm = sub.add_parser("smoke", help="launch the installed MCP server as a client does: handshake, health, "
                                       "one decision")
     sm.add_argument("--question", default=None, help="the question to decide (default: is `rm -rf build/` destructive?)")
@@ -145,15 +156,21 @@ def _warm(gateway, provider: str | None) -> None:
         sys.stderr.flush()
 
 
-def _unknown_provider(gateway, name: str | None, pretty: bool) -> bool:
-    """`--provider` must name a configured rung or a provider kind (else exit 2)."""
+def _unknown_provider(gateway, names: list[str], where: str, pretty: bool) -> bool:
+    """Each rung of `--chain`/`--provider` must be a configured rung or a provider kind (else exit 2)."""
+    from . import overrides
     from .providers import KINDS
 
-    if name is None or gateway.config.kind_of(name) in KINDS:
-        return False
-    _emit(_invalid(f"--provider: unknown provider {name!r} (kinds: {', '.join(sorted(KINDS))}, "
-                   f"or a [providers.<name>] table with a kind)"), pretty)
-    return True
+    for name in names:
+        if gateway.config.kind_of(name) not in KINDS:
+            _emit(_invalid(overrides.unknown(where, name)), pretty)
+            return True
+    return False
+
+
+def _override(args: argparse.Namespace) -> tuple[str | None, str]:
+    """(this call's chain override as given, the flag it came from)."""
+    return (args.chain, "--chain") if args.chain is not None else (args.provider, "--provider")
 
 
 def _cmd_decide(args: argparse.Namespace) -> int:
@@ -172,7 +189,7 @@ def _cmd_decide(args: argparse.Namespace) -> int:
         payload["request_id"] = args.request_id
     if args.builtin is not None:
         payload["builtin"] = args.builtin
-    answerer = _Answerer("decide", args.provider)
+    answerer = _Answerer("decide", *_override(args))
     if answerer.refuses_provider(args.pretty):
         return EXIT_INVALID
     with answerer:
@@ -188,12 +205,23 @@ class _Answerer:
     (`provider: "daemon"`) whenever a daemon was involved; with no daemon the result is
     exactly the in-process one."""
 
-    def __init__(self, kind: str, provider: str | None):
-        self.kind, self.provider = kind, provider
+    def __init__(self, kind: str, provider: str | None, where: str = "--provider"):
+        from . import overrides
+
+        self.kind, self.where = kind, where
         self._gateway: Any = None
-        # `--provider` goes to the daemon only when it names a rung or kind it knows, so an
+        self.problem: str | None = None  # an empty entry or a rung listed twice: exit 2 before anything runs
+        self.names: list[str] = []
+        if provider is not None:
+            try:
+                self.names = overrides.split(provider, where)
+            except ValueError as exc:
+                self.problem = str(exc)
+        # The override, normalised ("jev,openai"), is what the daemon or the core is given.
+        self.provider = ",".join(self.names) if self.names else provider
+        # An override goes to the daemon only when it names rungs or kinds it knows, so an
         # unknown name keeps its exit 2 from the in-process check.
-        self.fast = provider is None or _known_provider(provider)
+        self.fast = self.problem is None and all(_known_provider(name) for name in self.names)
 
     def __enter__(self) -> "_Answerer":
         return self
@@ -209,10 +237,13 @@ class _Answerer:
         return self._gateway
 
     def refuses_provider(self, pretty: bool) -> bool:
+        if self.problem is not None:
+            _emit(_invalid(self.problem), pretty)
+            return True
         if self.fast:
             return False
         self._gateway = _gateway()
-        return _unknown_provider(self._gateway, self.provider, pretty)
+        return _unknown_provider(self._gateway, self.names, self.where, pretty)
 
     def answer(self, payload: Any) -> dict[str, Any]:
         import time
@@ -257,7 +288,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     except OSError as exc:
         _emit(_invalid(f"{where}: cannot read: {exc.strerror or exc}"), args.pretty)
         return EXIT_INVALID
-    answerer = _Answerer("judge", args.provider)
+    answerer = _Answerer("judge", *_override(args))
     if answerer.refuses_provider(args.pretty):
         return EXIT_INVALID
     with answerer, stream:
@@ -347,8 +378,15 @@ def _cmd_capabilities(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
+    from .errors import InvalidRequest
+
     with _gateway() as gateway:
-        result = gateway.status()
+        try:
+            order = None if args.chain is None or gateway.config_error else gateway.override(args.chain, "--chain")
+        except InvalidRequest as exc:
+            _emit(_invalid(exc.message), args.pretty)
+            return EXIT_INVALID
+        result = gateway.status(order)
     _emit(result, args.pretty)
     return EXIT_FAILED if result["config_error"] else EXIT_OK
 
@@ -442,6 +480,30 @@ def _cmd_install_claude(args: argparse.Namespace) -> int:
     return EXIT_OK if subprocess.run(command).returncode == 0 else EXIT_FAILED
 
 
+def _cmd_install_pi(args: argparse.Namespace) -> int:
+    from . import pi_install
+
+    source, target = pi_install.source(), pi_install.target()
+    problem = pi_install.missing(source)
+    if problem:
+        _emit({"installed": False, "status": "error", "error": {"code": "not_found", "message": problem}}, args.pretty)
+        return EXIT_FAILED
+    if not args.apply:
+        _emit({"installed": False, "would_install": str(target), "source": str(source)}, args.pretty)
+        sys.stderr.write(f"system1: `system1 install-pi --apply` copies {source} to {target} (replacing an older "
+                         f"copy); Pi loads it when it next starts\n")
+        return EXIT_OK
+    try:
+        pi_install.install(source, target)
+    except OSError as exc:
+        _emit({"installed": False, "status": "error", "error": {
+            "code": "install_failed", "message": f"{target}: cannot install the Pi extension: {exc.strerror or exc}"}},
+            args.pretty)
+        return EXIT_FAILED
+    _emit({"installed": True, "path": str(target), "source": str(source)}, args.pretty)
+    return EXIT_OK
+
+
 def _cmd_smoke(args: argparse.Namespace) -> int:
     from .smoke import DEFAULT_QUESTION, main as smoke
 
@@ -461,6 +523,7 @@ COMMANDS = {
     "retry": _cmd_retry,
     "toggle": _cmd_toggle,
     "install-claude": _cmd_install_claude,
+    "install-pi": _cmd_install_pi,
     "mcp": _cmd_mcp,
     "serve": _cmd_serve,
     "daemon": _cmd_daemon,

@@ -294,6 +294,9 @@ def ask(path: str, payload: Any, *, provider: str | None = None, started: float 
     try:
         loading_s = _loading_allowance(daemon, settings)
         timeout_s = deadline_s + MARGIN_S + loading_s - (time.monotonic() - started)
+        # A chain override ("jev,openai") travels as ?provider=, not ?chain=: a daemon from before
+        # chains (same settings, older code) then refuses it with a 422 instead of ignoring an
+        # unknown parameter and answering with its own chain.
         result = daemon.post(path, payload, timeout_s, {"provider": provider} if provider else None)
     except DaemonUnavailable as exc:
         left = deadline_s - (time.monotonic() - started)

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import audit, reports, toggle
+from . import audit, overrides, reports, toggle
 from .chain import NO_USAGE, Chain, Rungs, ms
 from .config import Config, load_config
 from .cooldowns import CooldownStore
@@ -74,9 +74,23 @@ class Gateway:
 
     # -- rungs ----------------------------------------------------------------------------
     def chain(self, provider: str | None = None) -> list[str]:
+        """The configured chain, or the caller's per-request override: one rung name or
+        several, comma-separated, in order ("jev,openai")."""
         if self.config_error:
             raise self.config_error
-        return [provider] if provider else self.config.chain
+        return self.config.chain if provider is None else self.override(provider)
+
+    def override(self, value: str, where: str = "provider") -> list[str]:
+        """A per-request chain, checked as the configured one is (each rung known, each
+        once); an InvalidRequest naming `where` (the flag or parameter it came from)."""
+        try:
+            names = overrides.split(value, where)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
+        for name in names:
+            if not self.rungs.known(name):
+                raise InvalidRequest(overrides.unknown(where, name))
+        return names
 
     def rung(self, name: str) -> BaseProvider:
         """The provider instance for a rung name, built once (constructor errors propagate)."""
@@ -181,8 +195,9 @@ class Gateway:
     def starting_rung(self) -> str | None:
         return reports.starting_rung(self.config, self.rungs, self.cooldowns)
 
-    def status(self) -> dict[str, Any]:
-        return reports.status(self.config, self.config_error, self.rungs, self.cooldowns)
+    def status(self, chain: list[str] | None = None) -> dict[str, Any]:
+        """`chain`: report on this order instead of the configured one (checked by `override`)."""
+        return reports.status(self.config, self.config_error, self.rungs, self.cooldowns, chain)
 
     # -- audit ----------------------------------------------------------------------------
     def _audit(self, result: dict[str, Any], request: JudgeRequest | None) -> None:

@@ -3,7 +3,8 @@
 Routes (docs/serve.md has the status mapping, security and examples):
   POST /v1/judge, POST /v1/decide   the native API: exactly the payload `Gateway.judge` /
                                     `decide` take, exactly the result dict they return;
-                                    `?provider=<rung>` is the CLI's `--provider`
+                                    `?chain=A,B` (or `?provider=`) is the CLI's `--chain`:
+                                    this call's rung order
   GET  /v1/status, GET /v1/health   what `system1 status` / `system1 health` print
   GET  /healthz                     liveness + readiness (`loading` until the first rung is warm); no auth
   /mcp                              MCP Streamable HTTP (the SDK's own transport, the stdio server's tools)
@@ -330,7 +331,7 @@ def _warm(gateway: Gateway, readiness: Readiness, metrics: Metrics) -> None:
 
 def _responses(result_model: type[BaseModel]) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {200: {"model": result_model, "description": "answered (abstentions included)"}}
-    for status, what in ((400, "body is not JSON"), (422, "invalid_request (or an unknown ?provider=)"),
+    for status, what in ((400, "body is not JSON"), (422, "invalid_request (or a bad ?provider= / ?chain=)"),
                          (500, "internal_error"), (502, "provider_error, malformed_response"),
                          (503, "all_cooling (Retry-After), config_error"),
                          (504, "provider_timeout, deadline_exceeded")):
@@ -350,19 +351,22 @@ def _body(model: type[BaseModel]) -> dict[str, Any]:
 
 
 # No constraints FastAPI would enforce itself: every refusal of a native call is the gateway's result shape.
-PROVIDER = Query(None, description="Use only this rung for the call (a configured rung name or a provider kind)")
+PROVIDER = Query(None, description="Use only this rung for the call (a configured rung name or a provider kind); "
+                                   "several, comma-separated, are a chain as ?chain=")
+CHAIN = Query(None, description="This call's rung order, comma-separated (e.g. jev,openai): configured rung names "
+                                "or provider kinds, each once; cooldowns and consent still apply")
 
 
 def _add_routes(app: FastAPI) -> None:
     @app.post("/v1/judge", responses=_responses(JudgeResult), openapi_extra=_body(JudgeRequest),
               summary="Answer typed questions about a state")
-    async def judge(request: Request, provider: str | None = PROVIDER) -> JSONResponse:
-        return await _answer(request, "judge", provider)
+    async def judge(request: Request, provider: str | None = PROVIDER, chain: str | None = CHAIN) -> JSONResponse:
+        return await _answer(request, "judge", provider, chain)
 
     @app.post("/v1/decide", responses=_responses(DecideResponse), openapi_extra=_body(DecideRequest),
               summary="Decide one question among options")
-    async def decide(request: Request, provider: str | None = PROVIDER) -> JSONResponse:
-        return await _answer(request, "decide", provider)
+    async def decide(request: Request, provider: str | None = PROVIDER, chain: str | None = CHAIN) -> JSONResponse:
+        return await _answer(request, "decide", provider, chain)
 
     @app.get("/v1/status", responses={200: {"model": StatusResult}, **_guard_responses()},
              summary="Order, cooldowns, last route, today's counts")
@@ -402,19 +406,19 @@ class Healthz(BaseModel):
     max_options: int | None
 
 
-async def _answer(request: Request, kind: str, provider: str | None) -> JSONResponse:
+async def _answer(request: Request, kind: str, provider: str | None, chain: str | None) -> JSONResponse:
     gateway: Gateway = request.app.state.gateway
     body = await request.body()
 
     def work() -> tuple[int, dict[str, Any]]:
-        problem = _provider_problem(gateway, provider)
+        override, problem = _override(gateway, provider, chain)
         if problem:
             return ERROR_STATUS[INVALID_REQUEST], _rejected(request, kind, problem)
         try:
             payload = _json(body)
         except ValueError as exc:
             return UNREADABLE_BODY, _rejected(request, kind, str(exc))
-        result = (gateway.judge if kind == "judge" else gateway.decide)(payload, provider=provider)
+        result = (gateway.judge if kind == "judge" else gateway.decide)(payload, provider=override)
         error = result.get("error")
         return (ERROR_STATUS.get(error["code"], 500) if error else 200), result
 
@@ -440,18 +444,26 @@ def _json(body: bytes) -> Any:
         raise ValueError(f"request: body is not valid JSON ({str(exc)[:200]})") from None
 
 
-def _provider_problem(gateway: Gateway, provider: str | None) -> str | None:
-    from .providers import KINDS
-
-    if provider is None or gateway.config_error or gateway.config.kind_of(provider) in KINDS:
-        return None  # a broken config is the gateway's own config_error answer
-    return (f"provider: unknown provider {provider[:100]!r} (query parameter; a provider kind: "
-            f"{', '.join(sorted(KINDS))}, or a [providers.<name>] table with a kind)")
+def _override(gateway: Gateway, provider: str | None, chain: str | None) -> tuple[str | None, str | None]:
+    """(this call's chain override or None, the problem with the query). `?chain=` and
+    `?provider=` are two spellings of one thing, so giving both is refused rather than
+    guessing which one wins. Checked before the body is parsed: a bad override is a 422
+    naming the parameter, whatever the body."""
+    if provider is not None and chain is not None:
+        return None, ("provider, chain: both query parameters given (expected one: ?chain=A,B for this call's "
+                      "rung order, or ?provider=NAME)")
+    where, value = ("chain", chain) if chain is not None else ("provider", provider)
+    if value is None or gateway.config_error:
+        return value, None  # a broken config is the gateway's own config_error answer
+    try:
+        return ",".join(gateway.override(value, where)), None
+    except InvalidRequest as exc:
+        return None, exc.message
 
 
 def _rejected(request: Request, kind: str, message: str) -> dict[str, Any]:
     """The gateway's own error result shape for a request it never saw (unreadable body,
-    unknown ?provider=), counted like any other result."""
+    a bad ?provider= or ?chain=), counted like any other result."""
     result = error_result(kind, InvalidRequest(message))
     request.app.state.metrics.observe("http", result)
     return result

@@ -89,35 +89,38 @@ def credentials(rungs: Rungs, name: str) -> dict[str, Any]:
     return info
 
 
-def starting_rung(config: Config, rungs: Rungs, cooldowns: CooldownStore) -> str | None:
-    """The first rung that may run (credentials present, consent given) and is not
-    cooling — without probing anything."""
+def starting_rung(config: Config, rungs: Rungs, cooldowns: CooldownStore,
+                  chain: list[str] | None = None) -> str | None:
+    """The first rung of the chain (the configured one unless given) that may run
+    (credentials present, consent given) and is not cooling — without probing anything."""
     cooling = {c.rung for c in cooldowns.active()}
-    for name in config.chain:
+    for name in chain or config.chain:
         if name not in cooling and credentials(rungs, name)["error"] is None and rungs.not_ready(name) is None:
             return name
     return None
 
 
 def status(config: Config, config_error: ConfigError | None, rungs: Rungs,
-           cooldowns: CooldownStore) -> dict[str, Any]:
-    """Order, credentials, cooldowns, route, counts and toggle state (metadata only)."""
+           cooldowns: CooldownStore, chain: list[str] | None = None) -> dict[str, Any]:
+    """Order, credentials, cooldowns, route, counts and toggle state (metadata only); for a
+    caller's own chain (a checked per-request override) when given, e.g. the Pi extension's."""
+    order = chain or config.chain
     if config_error:
         rung_info: dict[str, Any] = {}
     else:
         rung_info = {name: {"kind": config.kind_of(name), "credentials": credentials(rungs, name),
                             "blocked": rungs.not_ready(name)}
-                     for name in config.chain}
+                     for name in order}
     return {
-        "order": None if config_error else config.chain,
+        "order": None if config_error else order,
         "config_error": config_error.message if config_error else None,
         "paused": toggle.paused(),
         "min_confidence": config.gateway.min_confidence,
         "rungs": rung_info,
         "cooldowns": [{"rung": c.rung, "reason": c.reason, "until": _iso(c.until),
                        "remaining_s": round(c.remaining_s, 1)} for c in cooldowns.active()],
-        "preferred_start": None if config_error else config.chain[0],
-        "actual_start": None if config_error else starting_rung(config, rungs, cooldowns),
+        "preferred_start": None if config_error else order[0],
+        "actual_start": None if config_error else starting_rung(config, rungs, cooldowns, order),
         **audit.today_summary(),
     }
 
