@@ -77,6 +77,11 @@ if (-not $NoPrepare) {
     & $venvPython -I -c 'from system1_gateway.providers.embedded import assets; print(assets.gguf_path() if assets.llm_available() else "fast tier only"); print(assets.minilm_onnx_path())'
 }
 
+if (Get-Command pi -ErrorAction SilentlyContinue) {
+    & (Join-Path $venv 'Scripts\system1.exe') install-pi --apply | Out-Null
+    if ($LASTEXITCODE -eq 0) { Say 'installed the Pi extension (system1 install-pi)' }
+}
+
 # The plugin's per-prompt hooks run "${CLAUDE_PLUGIN_DATA}/venv/bin/python" (exec form, no shell).
 # On Windows that path is made of junctions into this venv: bin -> Scripts, Lib -> Lib, plus
 # a copy of pyvenv.cfg, so the venv's python.exe finds its environment through it.

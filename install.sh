@@ -68,6 +68,10 @@ print("accurate tier:", assets.gguf_path() if assets.llm_available() else "not i
 print("fast tier:", assets.minilm_onnx_path())' >&2
 fi
 
+if command -v pi >/dev/null 2>&1; then  # the Pi coding agent is here: add its System 1 extension
+  "$venv/bin/system1" install-pi --apply >/dev/null && say "installed the Pi extension (system1 install-pi)"
+fi
+
 say "installed: $("$venv/bin/system1" --version)"
 echo "Register the MCP server in Claude Code (user scope):"
 echo "  claude mcp add --scope user --transport stdio system1 -- \"$venv/bin/python\" -I -m system1_gateway"

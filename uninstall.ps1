@@ -29,6 +29,13 @@ if (Test-Path $system1) {
     $config = (& $venvPython -I -c 'from system1_gateway.paths import config_path; print(config_path())' 2>$null)
 }
 
+$piDir = if ($env:PI_CODING_AGENT_DIR) { $env:PI_CODING_AGENT_DIR } else { Join-Path $HOME '.pi\agent' }
+$piExtension = Join-Path $piDir 'extensions\system1'
+if (Test-Path (Join-Path $piExtension 'index.ts')) {
+    Remove-Item -Recurse -Force $piExtension
+    Say "removed the Pi extension ($piExtension)"
+}
+
 if (Test-Path $venv) {
     Remove-Item -Recurse -Force $venv
     Say "deleted $venv"

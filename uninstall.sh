@@ -37,6 +37,12 @@ if [ -x "$venv/bin/system1" ]; then
   config=$("$venv/bin/python" -I -c 'from system1_gateway.paths import config_path; print(config_path())' 2>/dev/null || true)
 fi
 
+pi_extension="${PI_CODING_AGENT_DIR:-$HOME/.pi/agent}/extensions/system1"
+if [ -f "$pi_extension/index.ts" ]; then
+  rm -rf "$pi_extension"
+  say "removed the Pi extension ($pi_extension)"
+fi
+
 if [ -d "$venv" ]; then
   rm -rf "$venv"
   say "deleted $venv"

@@ -20,6 +20,7 @@ from conftest import ROOT, require
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 CLAUDE = TOOLS / "cc" / "node_modules" / ".bin" / "claude"
+PI = TOOLS / "pi" / "node_modules" / ".bin" / "pi"
 
 
 def sh(script: str, *args: str, env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess:
@@ -34,6 +35,8 @@ def home_env(tmp_path):
     bin_dir.mkdir()
     if CLAUDE.exists():
         (bin_dir / "claude").symlink_to(CLAUDE)
+    if PI.exists():
+        (bin_dir / "pi").symlink_to(PI)
     real_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
     env = {"HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}", "PIP_CACHE_DIR": real_cache,
            "DISABLE_AUTOUPDATER": "1", "SYSTEM1_SERVE_AUTOSTART": "0"}
@@ -46,6 +49,7 @@ def home_env(tmp_path):
 @pytest.mark.models
 def test_install_smoke_register_uninstall_purge(home_env):
     require(CLAUDE.exists(), str(CLAUDE))
+    require(PI.exists(), str(PI))
     home, env = home_env
     venv = home / ".system1-gateway" / "venv"
     config = home / ".config" / "system1" / "config.toml"
@@ -57,6 +61,8 @@ def test_install_smoke_register_uninstall_purge(home_env):
                            capture_output=True, text=True, env=env, check=True).stdout.strip()
     assert where.startswith(str(venv)) and "site-packages" in where  # a copy, not linked to the clone
     assert (home / ".system1-gateway" / "models").is_dir()  # the model was prepared once
+    pi_extension = home / ".pi" / "agent" / "extensions" / "system1"
+    assert (pi_extension / "index.ts").exists() and (pi_extension / "judge_request.schema.json").exists()  # pi is here
     register = next(line.strip() for line in installed.stdout.splitlines() if line.strip().startswith("claude mcp add"))
     assert register == f'claude mcp add --scope user --transport stdio system1 -- "{venv}/bin/python" -I -m system1_gateway'
 
@@ -77,7 +83,7 @@ def test_install_smoke_register_uninstall_purge(home_env):
 
     removed = sh("uninstall.sh", env=env)
     assert removed.returncode == 0, removed.stderr
-    assert "unregistered the MCP server" in removed.stderr and not venv.exists()
+    assert "unregistered the MCP server" in removed.stderr and not venv.exists() and not pi_extension.exists()
     assert config.exists() and (home / ".system1-gateway" / "models").is_dir()  # kept without --purge
     gone = subprocess.run(["claude", "mcp", "get", "system1"], capture_output=True, text=True, env=env, timeout=120)
     assert gone.returncode == 1

@@ -283,20 +283,47 @@ def test_order_with_openai_confirmed_through_rpc_rewrites_the_file_keeping_other
 
 
 def test_a_429_rung_falls_through_with_one_notice_and_the_footer_shows_the_route(tmp_path):
-    home = PiHome(tmp_path, config=MOCK_RUNGS.replace('model = "jev-mock"\n', 'model = "jev-mock"\nmode = "fail"\nfailure = "rate_limit"\n'))
-    home.write_settings({"waterfall": ["jev", "openai"]})
-    with MockOpenAIChat(call_tool("system1_judge", EXAMPLE)) as api:
-        rpc = Rpc(home, api)
-        try:
-            first = rpc.prompt("Judge the test output with System 1", until="agent_end")
-            second = rpc.prompt("Judge it again with System 1", until="agent_end")
-        finally:
-            rpc.close()
-    assert "S1 openai-decisions" in statuses(first + second)
+    from fault_engine import FaultEngine
+
+    engine = FaultEngine("429")
+    try:
+        home = PiHome(tmp_path, config=f'[providers.jev]\nkind = "systemone"\nendpoint = "{engine.url}"\n'
+                                       'model = "fault-1"\n[providers.openai]\nkind = "mock"\nmodel = "openai-mock"\n')
+        home.write_settings({"waterfall": ["jev", "openai"]})
+        with MockOpenAIChat(call_tool("system1_judge", EXAMPLE)) as api:
+            rpc = Rpc(home, api)
+            try:
+                first = rpc.prompt("Judge the test output with System 1", until="agent_end")
+                second = rpc.prompt("Judge it again with System 1", until="agent_end")
+            finally:
+                rpc.close()
+    finally:
+        engine.close()
+    assert len(engine.requests) == 1  # the 429 cooled the rung: the second call did not try it
+    assert "S1 openai-decisions" in statuses(first) and "S1 openai-decisions" in statuses(second)
     failures = [m for m in notified(first + second) if "jev failed" in m]
     assert len(failures) == 1, notified(first + second)
-    for body in [r for r in api.requests if tool_messages(r)]:
-        assert "(by openai-decisions openai-mock" in text_of(tool_messages(body)[-1]["content"])
+    answered = [text_of(tool_messages(r)[-1]["content"]) for r in api.requests if tool_messages(r)]
+    assert len(answered) == 2 and all("(by openai-decisions openai-mock" in t for t in answered)
+
+
+def test_the_picker_sets_a_preset(tmp_path):
+    home = PiHome(tmp_path)
+    home.write_settings({"waterfall": ["jev"], "keep": 1})
+
+    def answer(request):
+        if request.get("method") == "select":
+            assert "Jev → OpenAI" in request["options"] and "Embedded only (offline, on this machine)" in request["options"]
+            return {"value": "Jev → Embedded"}
+        return None
+
+    with MockOpenAIChat() as api:
+        rpc = Rpc(home, api, answer)
+        try:
+            rpc.prompt("/system1", until="response")
+        finally:
+            rpc.close()
+    assert json.loads(home.settings.read_text()) == {"waterfall": ["jev", "embedded"], "keep": 1, "backend": "jev"}
 
 
 # -- the tool gate ----------------------------------------------------------------------------------
@@ -320,3 +347,19 @@ def test_the_tool_gate_blocks_rm_lets_ls_run_and_fails_closed(tmp_path):
         home.print_mode(api, "List the files", env={"SYSTEM1_CLI": str(tmp_path / "no-such-system1")})
     down = text_of(tool_messages(api.requests[-1])[-1]["content"])
     assert "fails closed" in down and "marker.txt" not in down
+    # Interactive (RPC): the user is asked, and a yes lets the command run.
+    asked = []
+
+    def yes(request):
+        if request.get("method") == "confirm":
+            asked.append(request)
+            return {"confirmed": True}
+        return None
+
+    with MockOpenAIChat(call_tool("bash", {"command": "rm -rf ./build"})) as api:
+        rpc = Rpc(home, api, yes)
+        try:
+            rpc.prompt("Clean up the build folder", until="agent_end")
+        finally:
+            rpc.close()
+    assert len(asked) == 1 and "rm -rf ./build" in asked[0]["message"] and not build.exists()

@@ -113,3 +113,10 @@ test("the billing text is the gateway's own", () => {
 	const start = py.indexOf('BILLING_PRECAUTIONS = """') + 'BILLING_PRECAUTIONS = """'.length;
 	assert.equal(py.slice(start, py.indexOf('"""', start)), core.BILLING_PRECAUTIONS);
 });
+
+test("argument completions: verbs, then rung names after order", () => {
+	assert.deepEqual(core.completions("st"), [{ value: "status", label: "status" }]);
+	assert.deepEqual(core.completions("")?.map((c) => c.value), ["status", "jev", "openai", "order", "retry"]);
+	assert.deepEqual(core.completions("order jev o")?.map((c) => c.value), ["order jev openai", "order jev openai-decisions"]);
+	assert.equal(core.completions("zzz"), null);
+});

@@ -180,6 +180,19 @@ export function piName(gatewayName: string | null | undefined): string | null {
 	return gatewayName;
 }
 
+/** `/system1` argument completions: the verbs, then rung names after `order`. */
+export function completions(prefix: string): { value: string; label: string }[] | null {
+	const parts = prefix.split(/\s+/);
+	if (parts[0] === "order" && parts.length > 1) {
+		const stem = parts.slice(0, -1).join(" ");
+		const items = [JEV, "openai", OPENAI, "embedded"].filter((w) => w.startsWith(parts[parts.length - 1]) && !parts.slice(1, -1).includes(w))
+			.map((w) => ({ value: `${stem} ${w}`, label: w }));
+		return items.length ? items : null;
+	}
+	const items = ["status", "jev", "openai", "order", "retry"].filter((w) => w.startsWith(prefix.trim())).map((w) => ({ value: w, label: w }));
+	return items.length ? items : null;
+}
+
 // -- where the gateway lives ------------------------------------------------------------------
 
 export function stateDir(env: NodeJS.ProcessEnv = process.env): string {

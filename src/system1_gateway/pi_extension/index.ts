@@ -209,15 +209,7 @@ export default function system1(pi: ExtensionAPI) {
 	pi.registerCommand("system1", {
 		description: "System 1 backends: pick the order, status, jev, openai, order …, retry",
 		getArgumentCompletions(prefix: string) {
-			const words = ["status", "jev", "openai", "order", "retry"];
-			const parts = prefix.split(/\s+/);
-			if (parts[0] === "order" && parts.length > 1) {
-				const stem = parts.slice(0, -1).join(" ");
-				return ["jev", "openai", "openai-decisions", "embedded"].filter((w) => w.startsWith(parts[parts.length - 1]))
-					.map((w) => ({ value: `${stem} ${w}`, label: w }));
-			}
-			const items = words.filter((w) => w.startsWith(prefix.trim())).map((w) => ({ value: w, label: w }));
-			return items.length ? items : null;
+			return core.completions(prefix);
 		},
 		async handler(args, ctx) {
 			const words = args.trim().split(/\s+/).filter(Boolean);
