@@ -82,6 +82,8 @@ export default function system1(pi: ExtensionAPI) {
 		for (const a of result.attempts as { provider: string; outcome: string }[]) {
 			if (a.outcome !== "ok" && a.outcome !== "skipped") failed.add(a.provider);
 		}
+		const answers = Object.values((result.answers ?? {}) as Record<string, { abstain_reason?: string }>);
+		paused = answers.length > 0 && answers.every((a) => a.abstain_reason === "paused"); // `system1 toggle off`
 		if (result.status === "answered" && typeof result.provider === "string") {
 			failed.delete(result.provider);
 			lastRoute = core.piName(result.provider);
