@@ -34,9 +34,27 @@ CHECKS = [status_code_conformance, content_type_conformance, response_schema_con
 TIMEOUT_CODES = {"provider_timeout", "deadline_exceeded"}
 
 
+def unstartable_override(case: Any, response: Any) -> bool:
+    """A 502 `provider_error` for a request whose own `?provider=` / `?chain=` named only rungs
+    that cannot start here (e.g. `openai`: no billing consent, no key): every attempt was
+    skipped, never called, and the body says why. That is the documented answer to such a
+    request, not a server failure."""
+    query = case.query or {}
+    if response.status_code != 502 or not (query.get("provider") or query.get("chain")):
+        return False
+    body = response.json() or {}
+    attempts = body.get("attempts") or []
+    return ((body.get("error") or {}).get("code") == "provider_error" and bool(attempts)
+            and all(a.get("outcome") == "skipped" and a.get("detail") for a in attempts))
+
+
 def check_no_server_failure(case: Any, response: Any, timeouts: list[float]) -> None:
     """schemathesis's not_a_server_error, except a 504 timeout result for a request whose own
-    `deadline_s` was below UNMEETABLE_DEADLINE_S (recorded, and shown by the test)."""
+    `deadline_s` was below UNMEETABLE_DEADLINE_S (recorded, and shown by the test), and a 502
+    for a request that named rungs that cannot start here (`unstartable_override`)."""
+    if unstartable_override(case, response):
+        timeouts.append(0.0)  # counted with the expected non-answers, shown by the test
+        return None
     if response.status_code != 504 or not isinstance(case.body, dict):
         return not_a_server_error_for(case, response)
     deadline = case.body.get("deadline_s")
@@ -127,7 +145,8 @@ def test_fuzz_every_operation_from_the_openapi(server):
     counted, timeouts, elapsed = fuzz(f"http://127.0.0.1:{server}", CASES_PER_OPERATION)
     total = sum(counted.values())
     print(f"\nschemathesis: {total} cases in {elapsed:.1f} s: {counted}; "
-          f"{len(timeouts)} timeout results for deadlines under {UNMEETABLE_DEADLINE_S} s")
+          f"{sum(1 for t in timeouts if t > 0)} timeout results for deadlines under {UNMEETABLE_DEADLINE_S} s, "
+          f"{sum(1 for t in timeouts if t == 0)} 502s for overrides naming unstartable rungs")
     assert set(counted) >= {"POST /v1/judge", "POST /v1/decide", "GET /v1/status", "GET /v1/health",
                             "GET /healthz", "GET /metrics", "POST /v1/systemone", "GET /v1/models"}
     assert total >= MIN_CASES, counted
@@ -154,3 +173,19 @@ def test_every_undeclared_method_is_a_json_405(server):
             assert response.status_code == 405, (method, path, response.status_code)
             check_error_body(response, f"{method} {path}")
     assert tried >= 20
+
+
+def test_an_override_naming_a_rung_that_cannot_start_is_an_honest_502(server):
+    """The case the fuzzer once found: `?provider=openai` without a billing consent. The rung is
+    skipped, never called; the 502 names why; the fuzz check accepts exactly this."""
+    from types import SimpleNamespace
+
+    for query in ("provider=openai", "chain=openai"):
+        response = requests.post(f"http://127.0.0.1:{server}/v1/decide?{query}", json={"question": "x?"}, timeout=30)
+        body = response.json()
+        assert response.status_code == 502 and body["error"]["code"] == "provider_error"
+        assert [a["outcome"] for a in body["attempts"]] == ["skipped"] and "billing consent" in body["attempts"][0]["detail"]
+        case = SimpleNamespace(query=dict([query.split("=")]))
+        assert unstartable_override(case, response)
+    ok = requests.post(f"http://127.0.0.1:{server}/v1/decide", json={"question": "x?"}, timeout=30)
+    assert ok.status_code == 200 and not unstartable_override(SimpleNamespace(query={}), ok)
