@@ -455,9 +455,3 @@ export function detailLines(result: Judge): string[] {
 	lines.push(`usage: input ${usage.input_tokens ?? "unknown"}, output ${usage.output_tokens ?? "unknown"}`);
 	return lines;
 }
-
-/** The judge request for the gateway. Question types and fields go through unchanged (the
- * gateway accepts bool/boolean/yesno/predicate for its `noul`, and names any bad field). */
-export function toRequest(state: unknown, questions: unknown): Judge {
-	return { state, questions };
-}

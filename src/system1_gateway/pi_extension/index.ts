@@ -123,7 +123,8 @@ export default function system1(pi: ExtensionAPI) {
 		parameters: schema as any,
 		async execute(_toolCallId, params: any, signal, _onUpdate, ctx) {
 			if (schemaProblem) ctx.ui.notify(`S1: ${schemaProblem}`, "warning");
-			const { settings, call } = await judge(core.toRequest(params?.state, params?.questions), JUDGE_TIMEOUT_MS, signal);
+			// The parameters are a judge request in the gateway's own schema: sent as they are.
+			const { settings, call } = await judge(params as core.Judge, JUDGE_TIMEOUT_MS, signal);
 			if (settings.error) throw new Error(`System 1 is not configured: ${settings.error}`);
 			if (!call?.result) throw new Error(`System 1 could not reach the gateway: ${call?.error ?? "no answer"}`);
 			tell(ctx, call.result);
