@@ -20,8 +20,9 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+from local_http import LocalServer, QuietHandler
 
 Script = Callable[[dict[str, Any]], list[dict[str, Any]]]
 MODEL_FALLBACK = "claude-mock"
@@ -71,16 +72,16 @@ class MockAnthropic:
         self.requests: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._local: LocalServer | None = None
+        self.url = ""
 
     def __enter__(self) -> "MockAnthropic":
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._local = LocalServer(self._handler())
+        self.url = self._local.url
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._local.close()
 
     def main_requests(self) -> list[dict[str, Any]]:
         """The agent loop's requests (those that offer tools), not side requests."""
@@ -106,22 +107,12 @@ class MockAnthropic:
                              "cache_read_input_tokens": 0}}
         return message, content
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[QuietHandler]:
         mock = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+            _send = QuietHandler.send_json
 
             def do_GET(self) -> None:  # noqa: N802
                 self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})

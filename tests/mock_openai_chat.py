@@ -14,8 +14,9 @@ import itertools
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+from local_http import LocalServer, QuietHandler
 
 Script = Callable[[dict[str, Any]], tuple]
 
@@ -53,16 +54,16 @@ class MockOpenAIChat:
         self.requests: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._local: LocalServer | None = None
+        self.url = ""
 
     def __enter__(self) -> "MockOpenAIChat":
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._local = LocalServer(self._handler(), path="/v1")
+        self.url = self._local.url
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._local.close()
 
     def models_json(self) -> dict[str, Any]:
         """$PI_CODING_AGENT_DIR/models.json naming this mock as provider `mock`, model `mock-model`."""
@@ -78,14 +79,11 @@ class MockOpenAIChat:
             return ("text", "Tool said: " + text_of(tools[-1].get("content")))
         return self.script(body)
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[QuietHandler]:
         mock = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+_last: tuple[list[Any], dict[str, Any]] | None = None  # (key, data): a hook reads the config three times
+
+
 class Unreadable(Exception):
     """The file exists but cannot be read or parsed; the message names the file and why."""
 
@@ -37,17 +40,22 @@ def load() -> dict[str, Any] | None:
         raise Unreadable(f"{path}: cannot read: {exc}") from None
     from .daemon_files import sha256  # the builtin one, without OpenSSL's import cost
 
+    global _last
     key = [path, sha256(raw).hexdigest()]
+    if _last is not None and _last[0] == key:
+        return _last[1]
     cache = state_file("cache", "config.json")
     try:
         with open(cache, encoding="utf-8") as handle:
             cached = json.load(handle)
         if cached.get("key") == key:
+            _last = (key, cached["data"])
             return cached["data"]
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         pass
     data = _parse(path, raw)
     _store(cache, key, data)
+    _last = (key, data)
     return data
 
 
