@@ -8,10 +8,14 @@ computes the canonical confidence (max probability) and applies the threshold.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
+from .calibration import Fit, scale
 from .errors import MalformedAnswer, encodable
 from .model import JudgeRequest
+
+# (question wording hash, option count, the answer's model) -> the fit in force, or None
+FitLookup = Callable[[str, int, str], "Fit | None"]
 
 SUM_TOLERANCE = 0.01
 MAX_RATIONALE = 2000  # an engine's free text is passed on, not stored unbounded
@@ -83,6 +87,8 @@ def _canonical(question: Any, raw: Any, where: str) -> dict[str, Any]:
         out["engine_confidence"] = conf
     out["engine_abstained"] = bool(raw.get("abstained", False))
     out["engine_calibrated"] = raw.get("calibrated") is True  # e.g. a learned head's fitted temperature
+    if isinstance(raw.get("model"), str) and raw["model"]:  # per question (a head) when the engine says
+        out["model"] = encodable(raw["model"][:200])
     if isinstance(raw.get("rationale"), str):
         out["rationale"] = encodable(raw["rationale"][:MAX_RATIONALE])
     return out
@@ -92,8 +98,22 @@ def _rounded(probs: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 6) for k, v in probs.items()}
 
 
-def finalize(request: JudgeRequest, raw_answers: Any, threshold: float) -> dict[str, dict[str, Any]]:
-    """Check every answer, then add confidence and abstention; raises MalformedAnswer."""
+def _apply(answer: dict[str, Any], fit: Fit) -> None:
+    """Rescale an answer's distribution by the fit's temperature (argmax unchanged)."""
+    probs = scale(answer["probabilities"], fit.temperature)
+    answer["probabilities"] = probs
+    if "p_true" in answer:
+        answer["p_true"] = probs["true"]
+    if "score" in answer:
+        answer["score"] = sum(int(k) * p for k, p in probs.items())
+
+
+def finalize(request: JudgeRequest, raw_answers: Any, threshold: float | None, default_threshold: float = 0.6,
+             model: str = "", fits: FitLookup | None = None) -> dict[str, dict[str, Any]]:
+    """Check every answer, calibrate it, then add confidence and abstention; raises
+    MalformedAnswer. `threshold`: the request's own min_confidence (None: the question's
+    fitted threshold if any, else `default_threshold`). `model`: the reply's model, for
+    answers that do not name their own."""
     if not isinstance(raw_answers, dict):
         raise MalformedAnswer("answers: not an object keyed by question id")
     result = {}
@@ -110,11 +130,16 @@ def finalize(request: JudgeRequest, raw_answers: Any, threshold: float) -> dict[
                            if isinstance(raw.get("rationale"), str) else None}
             continue
         answer = _canonical(question, raw, f"answers.{qid}")
-        # Calibration (SPEC §6) plugs in here, before the threshold; none is fitted yet.
+        answer_model = answer.pop("model", None) or model
+        fit = fits(question.wording_hash(), len(answer["probabilities"]), answer_model) if fits else None
+        if fit is not None:
+            _apply(answer, fit)  # SPEC §3: calibration comes before the threshold
+        bar = threshold if threshold is not None else (
+            fit.threshold if fit is not None and fit.threshold is not None else default_threshold)
         confidence = max(answer["probabilities"].values())
         engine_abstained = answer.pop("engine_abstained")
-        calibrated = answer.pop("engine_calibrated")
-        abstained = engine_abstained or confidence < threshold
+        calibrated = answer.pop("engine_calibrated") or fit is not None
+        abstained = engine_abstained or confidence < bar
         answer["probabilities"] = _rounded(answer["probabilities"])
         if "p_true" in answer:
             answer["p_true"] = round(answer["p_true"], 6)
@@ -125,6 +150,8 @@ def finalize(request: JudgeRequest, raw_answers: Any, threshold: float) -> dict[
             abstained=abstained,
             abstain_reason=("engine" if engine_abstained else "below_threshold") if abstained else None,
             calibrated=calibrated,
+            calibration=fit.info() if fit is not None else None,
+            model=answer_model or None,
         )
         result[qid] = answer
     return result

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from . import consent, providers
 from .answers import finalize
+from .calibration import Calibration, Fit
 from .config import Config
 from .cooldowns import Cooling, CooldownStore, cooldown_for
 from .errors import (
@@ -89,6 +90,9 @@ class Rungs:
                     raise ConfigError(f"[providers.{name}] cannot be built ({type(exc).__name__}: "
                                       f"{str(exc)[:200]})") from None
             return self._built[name]
+
+    def kind(self, name: str) -> str:
+        return self._config.kind_of(name)
 
     def known(self, name: str) -> bool:
         """A rung this gateway can build: injected, or a provider kind (directly or through
@@ -175,8 +179,10 @@ class Outcome:
 
 
 class Chain:
-    def __init__(self, rungs: Rungs, cooldowns: CooldownStore, timeout_s: float, load_budget_s: float = 60.0):
+    def __init__(self, rungs: Rungs, cooldowns: CooldownStore, timeout_s: float, load_budget_s: float = 60.0,
+                 calibration: Calibration | None = None):
         self.rungs = rungs
+        self.calibration = calibration or Calibration.off()
         self.cooldowns = cooldowns
         self.timeout_s = timeout_s
         self.load_budget_s = load_budget_s
@@ -196,8 +202,10 @@ class Chain:
             return self._pool
 
     # -- the walk -------------------------------------------------------------------------
-    def run(self, request: JudgeRequest, chain: list[str], threshold: float, deadline_s: float,
-            started: float) -> Outcome:
+    def run(self, request: JudgeRequest, chain: list[str], threshold: float | None, deadline_s: float,
+            started: float, default_threshold: float = 0.6) -> Outcome:
+        """`threshold`: the request's own min_confidence, or None (the question's fitted
+        threshold, else `default_threshold`)."""
         deadline = started + deadline_s
         load_until = time.perf_counter() + self.load_budget_s
         out = Outcome()
@@ -243,7 +251,8 @@ class Chain:
                 reply.model = encodable(bounded(reply.model, 200)) if isinstance(reply.model, str) else name
             if failure is None:
                 try:
-                    answers = finalize(request, reply.answers, threshold)
+                    answers = finalize(request, reply.answers, threshold, default_threshold, reply.model,
+                                       self._fits_for(name))
                 except ProviderFailure as exc:  # the answer check rejected what the engine said
                     failure = exc.redact(self._secrets(name))
                 except Exception as exc:  # noqa: BLE001 - our bug, not the engine's
@@ -317,6 +326,12 @@ class Chain:
             return tuple(s for s in self.rungs.get(name).secrets() if s)
         except Exception:  # noqa: BLE001 - scrubbing must never be what fails
             return ()
+
+    def _fits_for(self, name: str) -> Callable[[str, int, str], Fit | None] | None:
+        if not self.calibration.enabled:
+            return None
+        names = (name, self.rungs.kind(name))
+        return lambda question, options, model: self.calibration.find(names, model, question, options)
 
     def _cool(self, name: str, exc: ProviderFailure) -> None:
         if exc.outcome == "skipped":

@@ -121,6 +121,12 @@ def _parser() -> _Parser:
     te.add_argument("--remove", metavar="HASH", help="remove your head for this question hash (prefix)")
     te.add_argument("--export", metavar="DIR", help="copy your heads to DIR (to share them)")
     common(te, provider=False)
+    from .learn import commands as learn_commands  # argparse only: the heavy imports wait for the run
+
+    for name, (help_text, add_arguments) in learn_commands.PARSERS.items():
+        lp = sub.add_parser(name, help=help_text, description=help_text)
+        add_arguments(lp)
+        common(lp, provider=False)
     ic = sub.add_parser("install-claude", help="print (or --apply) the command registering the MCP server in Claude Code")
     ic.add_argument("--apply", action="store_true", help="run it (needs the `claude` CLI on PATH)")
     ip = sub.add_parser("install-pi", help="print (or --apply) where the Pi extension goes: "
@@ -456,6 +462,12 @@ def _cmd_teach(args: argparse.Namespace) -> int:
     return teach(args)
 
 
+def _cmd_learn(name: str, args: argparse.Namespace) -> int:
+    from .learn import commands as learn_commands
+
+    return learn_commands.run(name, args)
+
+
 def claude_command() -> list[str]:
     """`claude mcp add` for this interpreter: user scope, stdio, isolated mode (-I)."""
     return ["claude", "mcp", "add", "--scope", "user", "--transport", "stdio", "system1", "--",
@@ -532,6 +544,9 @@ COMMANDS = {
     "health": _cmd_health,
     "capabilities": _cmd_capabilities,
     "teach": _cmd_teach,
+    "calibrate": lambda args: _cmd_learn("calibrate", args),
+    "evaluate": lambda args: _cmd_learn("evaluate", args),
+    "outcomes": lambda args: _cmd_learn("outcomes", args),
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import audit, overrides, reports, toggle
+from .calibration import Calibration
 from .chain import NO_USAGE, Chain, Rungs, ms
 from .config import Config, load_config
 from .cooldowns import CooldownStore
@@ -45,13 +46,16 @@ class Gateway:
     """
 
     def __init__(self, config: Config | None = None, config_error: ConfigError | None = None,
-                 providers: dict[str, BaseProvider] | None = None):
+                 providers: dict[str, BaseProvider] | None = None, calibration: Calibration | None = None):
         self.config = config or Config()  # defaults keep capabilities answerable when broken
         self.config_error = config_error
         self.cooldowns = CooldownStore()
         self.rungs = Rungs(self.config, providers)
+        # `calibration`: the fits in force (default: the shipped and the user's files);
+        # Calibration.off() gives the engines' raw answers, which calibrate and evaluate fit.
+        self.calibration = calibration if calibration is not None else Calibration()
         self._chain = Chain(self.rungs, self.cooldowns, self.config.gateway.timeout_s,
-                            self.config.serve.load_budget_s)
+                            self.config.serve.load_budget_s, self.calibration)
 
     @classmethod
     def from_environment(cls) -> "Gateway":
@@ -156,8 +160,8 @@ class Gateway:
         if toggle.paused():
             result = _judge_result(request.request_id, chain, started, answers=_paused_answers(request))
         else:
-            threshold = request.min_confidence if request.min_confidence is not None else gw.min_confidence
-            out = self._chain.run(request, chain, threshold, request.deadline_s or gw.deadline_s, started)
+            out = self._chain.run(request, chain, request.min_confidence, request.deadline_s or gw.deadline_s,
+                                  started, gw.min_confidence)
             result = _judge_result(
                 request.request_id, chain, started, answers=out.answers, provider=out.provider,
                 model=out.model, attempts=out.attempts, usage=out.usage,
@@ -197,7 +201,8 @@ class Gateway:
 
     def status(self, chain: list[str] | None = None) -> dict[str, Any]:
         """`chain`: report on this order instead of the configured one (checked by `override`)."""
-        return reports.status(self.config, self.config_error, self.rungs, self.cooldowns, chain)
+        return {**reports.status(self.config, self.config_error, self.rungs, self.cooldowns, chain),
+                "calibration": self.calibration.summary()}
 
     # -- audit ----------------------------------------------------------------------------
     def _audit(self, result: dict[str, Any], request: JudgeRequest | None) -> None:
@@ -297,6 +302,7 @@ def _decide_response(judged: dict[str, Any]) -> dict[str, Any]:
         "provider": judged["provider"],
         "model": judged["model"],
         "calibrated": bool(answer and answer["calibrated"]),
+        "calibration": answer.get("calibration") if answer else None,
         "abstain_reason": answer["abstain_reason"] if status == "abstained" else None,
         "latency_ms": judged["latency_ms"],
         "attempts": judged["attempts"],

@@ -16,6 +16,19 @@ from .model import DecideRequest, JudgeRequest
 Probability = Annotated[float, Field(ge=0, le=1)]
 
 
+class CalibrationInfo(BaseModel):
+    """The fit that rescaled an answer (SPEC §6): `system1 calibrate` writes them."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["user", "shipped"]
+    scope: Literal["question", "options"] = Field(description="fitted on this question, or on every "
+                                                              "question with this many options")
+    temperature: float = Field(gt=0)
+    n: int = Field(description="labels the fit was measured on")
+    provisional: bool = Field(description="fitted on fewer than 200 labels")
+    threshold: Probability | None = Field(description="fitted min_confidence for this question, if any")
+
+
 class _AnswerBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     probabilities: dict[str, Probability]
@@ -24,6 +37,8 @@ class _AnswerBase(BaseModel):
     abstained: bool
     abstain_reason: Literal["below_threshold", "engine", "paused"] | None = None
     calibrated: bool
+    calibration: CalibrationInfo | None = Field(default=None, description="the fit applied, if any")
+    model: str | None = Field(default=None, description="the engine model that answered this question")
     rationale: str | None = None
 
 
@@ -118,6 +133,7 @@ class DecideResponse(BaseModel):
     provider: str | None
     model: str | None
     calibrated: bool
+    calibration: CalibrationInfo | None = None
     abstain_reason: Literal["below_threshold", "engine", "paused", "refused"] | None = Field(
         default=None, description="Why the decision is null when status is abstained")
     latency_ms: float

@@ -34,6 +34,7 @@ class Run:
         self.explain = "--explain" in argv
         self.t0 = time.perf_counter()
         self.payload: dict[str, Any] = {}
+        self.bars: dict[str, float] = {}  # thresholds `system1 calibrate` fitted, by feature
         self.settings, self.problem = hook_settings.load()
         if self.problem:
             self.say(f"config: {self.problem}")
@@ -136,9 +137,17 @@ def yes_no(answer: Any) -> tuple[bool, float] | None:
     return p_true >= 0.5, float(confidence)
 
 
+def fitted_bar(answer: Any) -> float | None:
+    """The threshold `system1 calibrate` fitted for this question, when one applied."""
+    fit = answer.get("calibration") if isinstance(answer, dict) else None
+    bar = fit.get("threshold") if isinstance(fit, dict) else None
+    return float(bar) if isinstance(bar, (int, float)) and 0 <= bar <= 1 else None
+
+
 def routing_features(run: Run, text: str, budget_s: float) -> dict[str, tuple[bool, float]]:
     """The four routing built-ins of `text` in one request: {feature: (yes, confidence)}.
-    Raises NoAnswer when the engine fails or abstains on any of them."""
+    Fitted thresholds go to `run.bars` ({feature: bar}). Raises NoAnswer when the engine
+    fails or abstains on any of them."""
     questions = {name: {"builtin": name} for name in ROUTING_FEATURES}
     result = judge(run, text, questions, budget_s)
     features = {}
@@ -147,6 +156,9 @@ def routing_features(run: Run, text: str, budget_s: float) -> dict[str, tuple[bo
         if answer is None:
             raise NoAnswer(f"the engine abstained on {name}")
         features[name] = answer
+        bar = fitted_bar(result["answers"].get(name))
+        if bar is not None:
+            run.bars[name] = bar
     return features
 
 

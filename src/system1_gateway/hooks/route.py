@@ -60,10 +60,13 @@ def _route(run: Run, prompt: str, logging: bool, budget_end: float) -> str | Non
     except RuleError as exc:
         run.say(f"routing: silent: rule: {exc}")
         return None
-    sure = all(conf >= routing["min_confidence"] for _, conf in features.values())
-    hinted = routing["hint"] and sure
+    # A threshold fitted by `system1 calibrate` for a feature replaces [routing] min_confidence.
+    bars = {name: run.bars.get(name, routing["min_confidence"]) for name in features}
+    unsure = [name for name, (_, conf) in features.items() if conf < bars[name]]
+    hinted = routing["hint"] and not unsure
     run.say(f"routing: {answers} → {tier}; " + ("hint" if hinted else "no hint" + (
-        "" if routing["hint"] else " (hint = false)") + ("" if sure else f" (a feature is below {routing['min_confidence']})")))
+        "" if routing["hint"] else " (hint = false)") + "".join(
+        f" ({name} {features[name][1]:.2f} < {bars[name]:.2f})" for name in unsure)))
     if logging:
         common.append_log(run, {**common.base_record(run, "prompt"), "prompt": prompt,
                                 "features": common.feature_record(features), "rule_tier": tier, "hinted": hinted})

@@ -26,6 +26,7 @@ from ..providers.embedded.heads import (
     CHAR_DIM, EMBED_DIM, FEATURE_VERSION, FORMAT, Head, char_features, similarities, softmax,
 )
 from . import metrics
+from .metrics import fit_temperature
 
 # The grid for the shipped heads (trained offline: the best measured), and the smaller one
 # `teach` searches so that a question's nested fits take seconds, not minutes.
@@ -110,30 +111,6 @@ def _fit(X: Features, y: np.ndarray, n_labels: int, chars_weight: float, C: floa
     # The char block was fitted on weighted features; the engine multiplies by the weight
     # at run time, so the stored weights are the fitted ones as they are.
     return Linear(W, b, chars_weight)
-
-
-def fit_temperature(logits: np.ndarray, y: np.ndarray) -> float:
-    """The T minimising the NLL of softmax(logits / T): golden-section search on log T."""
-    def loss(log_t: float) -> float:
-        z = logits / np.exp(log_t)
-        z = z - z.max(axis=1, keepdims=True)
-        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-        return float(-logp[np.arange(len(y)), y].mean())
-
-    lo, hi = np.log(0.05), np.log(20.0)
-    g = (np.sqrt(5) - 1) / 2
-    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-    fa, fb = loss(a), loss(b)
-    for _ in range(60):
-        if fa < fb:
-            hi, b, fb = b, a, fa
-            a = hi - g * (hi - lo)
-            fa = loss(a)
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + g * (hi - lo)
-            fb = loss(b)
-    return float(np.exp((lo + hi) / 2))
 
 
 def _folds(y: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:

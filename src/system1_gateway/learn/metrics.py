@@ -48,3 +48,27 @@ def reliability(probs: np.ndarray, y: np.ndarray, bins: int = 10) -> list[tuple[
 def summary(probs: np.ndarray, y: np.ndarray) -> dict[str, float]:
     return {"n": int(len(y)), "accuracy": round(accuracy(probs, y), 4), "ece": round(ece(probs, y), 4),
             "brier": round(brier(probs, y), 4), "nll": round(nll(probs, y), 4)}
+
+
+def fit_temperature(logits: np.ndarray, y: np.ndarray) -> float:
+    """The T minimising the NLL of softmax(logits / T): golden-section search on log T."""
+    def loss(log_t: float) -> float:
+        z = logits / np.exp(log_t)
+        z = z - z.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return float(-logp[np.arange(len(y)), y].mean())
+
+    lo, hi = np.log(0.05), np.log(20.0)
+    g = (np.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = loss(a), loss(b)
+    for _ in range(60):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = loss(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = loss(b)
+    return float(np.exp((lo + hi) / 2))

@@ -439,6 +439,7 @@ class EmbeddedProvider(BaseProvider):
             tier = tier.removesuffix("-only")
             answers[qid] = _answer(question.type, labels, probs, tier)
             answers[qid]["rationale"] += note
+            answers[qid]["model"] = _model_of(tier)  # the key its calibration is fitted under
             if tier.startswith("head:"):
                 answers[qid]["calibrated"] = True  # its temperature was fitted on held-out folds
             used.update(tier.split("+"))
@@ -446,7 +447,7 @@ class EmbeddedProvider(BaseProvider):
                 answers[qid]["rationale"] += PENDING_NOTE
         if prompts.holds_turn_markers(state_text):
             _abstain_on_markers(answers)
-        model = "+".join(sorted({LLM_MODEL if t == "llm" else FAST_MODEL if t == "fast" else t for t in used}))
+        model = _model_of("+".join(sorted(used)))
         return Reply(answers=answers, model=model or (LLM_MODEL if self._use_llm() else FAST_MODEL))
 
     def _reference_key(self, question: Any) -> str | None:
@@ -510,6 +511,12 @@ def _abstain_on_markers(answers: dict[str, dict[str, Any]]) -> None:
     for answer in answers.values():
         answer["abstained"] = True
         answer["rationale"] += INJECTION_NOTE
+
+
+def _model_of(tiers: str) -> str:
+    """"llm+fast" -> the two models' names; a head keeps its own ("head:destructive@1")."""
+    return "+".join(sorted({LLM_MODEL if t == "llm" else FAST_MODEL if t == "fast" else t
+                            for t in tiers.split("+") if t}))
 
 
 def _answer(qtype: str, labels: list[str], probs: Any, tier: str) -> dict[str, Any]:
