@@ -409,3 +409,17 @@ def test_evaluate_tells_a_weak_rule_from_a_weak_engine(tmp_path, write_config):
 def test_evaluate_bad_input_exits_2_naming_the_flag(args, message):
     code, _, err = run_cli("evaluate", *args)
     assert code == 2 and message in err
+
+
+def test_labels_confirmed_in_the_chat_are_recorded_without_the_loop(tmp_path):
+    _routing_log(tmp_path)
+    proposals = tmp_path / "proposals.jsonl"
+    proposals.write_text(json.dumps({"key": "prompt:p1:design", "label": "true"}) + "\n"
+                         + json.dumps({"key": "outcome:a1", "label": "succeeded"}) + "\n")
+    code, _, err = run_cli("calibrate", "--proposals", str(proposals), "--confirmed", env={"SYSTEM1_PROVIDER": "mock"})
+    assert code == 0, err
+    store = LabelStore(tmp_path / "state" / "logs" / "labels.jsonl")
+    assert store.label_of("prompt:p1:design") == "true" and store.label_of("outcome:a1") == "succeeded"
+    assert store.labels["outcome:a1"]["by"] == "confirmed-in-chat"
+    code, _, err = run_cli("calibrate", "--confirmed")
+    assert code == 2 and "--confirmed: needs --proposals FILE" in err

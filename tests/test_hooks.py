@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -179,6 +180,26 @@ def test_no_hint_below_min_confidence_but_the_log_keeps_the_answer(write_config,
     code, out, _ = hook("route", {"prompt": LONG, "cwd": str(tmp_path)})
     assert code == 0 and out is None
     assert [e["hinted"] for e in log(tmp_path) if e["source"] == "prompt"] == [False]
+
+
+def test_a_threshold_fitted_by_calibrate_replaces_routing_min_confidence(write_config, tmp_path, start_daemon):
+    """The mock answers 0.9 everywhere. A fitted bar of 0.95 silences the hint despite
+    [routing] min_confidence 0.8; a fitted 0.85 lets it through despite 0.95."""
+    def fitted(bar: float) -> None:
+        (tmp_path / "state").mkdir(exist_ok=True)
+        (tmp_path / "state" / "calibration.json").write_text(json.dumps({"format": 1, "fits": [
+            {"provider": "mock", "model": "mock-1", "options": 2, "temperature": 1.0, "n": 200, "threshold": bar}]}))
+
+    fitted(0.95)
+    config(write_config, tmp_path, routing=routing_on(tmp_path), skills={"enabled": False})
+    start_daemon()
+    code, out, err = hook("route", {"prompt": LONG, "cwd": str(tmp_path)}, "--explain")
+    assert code == 0 and out is None and "(read_only 0.90 < 0.95)" in err
+    fitted(0.85)
+    config(write_config, tmp_path, routing=routing_on(tmp_path, min_confidence=0.95), skills={"enabled": False})
+    time.sleep(1.1)  # the daemon re-reads the fits at most once a second
+    code, out, err = hook("route", {"prompt": LONG, "cwd": str(tmp_path)}, "--explain")
+    assert out["hookSpecificOutput"]["additionalContext"].startswith("System-1 routing hint:"), err
 
 
 def test_hint_false_logs_only_in_log_dirs_and_elsewhere_asks_nothing(write_config, tmp_path, start_daemon):

@@ -111,6 +111,22 @@ class Gateway:
             return
         self.rungs.load(first, self.config.serve.load_budget_s)
 
+    def settle(self, questions: list[dict[str, Any]], provider: str | None = None, timeout_s: float = 600) -> None:
+        """Answer once per question, then wait for the engines' background preparation of
+        them (an embedded llm computes each new question's prefix and reference while idle):
+        what calibrate and evaluate score is then the steady answer a warm daemon gives."""
+        self.warm(provider)
+        for question in questions:
+            self.judge({"state": "warm up", "questions": {"q": question}}, provider=provider)
+        try:
+            names = self.chain(provider)
+        except GatewayError:
+            return
+        for name in names:
+            wait = getattr(self.rung(name), "wait_prepared", None)
+            if callable(wait):
+                wait(timeout_s)
+
     def ready(self, provider: str | None = None) -> bool:
         """True once the first rung's engine has loaded (or needs no loading)."""
         try:

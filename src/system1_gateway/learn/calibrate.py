@@ -88,6 +88,8 @@ def raw_answers(rows: list[tuple[Any, dict[str, Any], str, str]], provider: str 
     gw = Gateway(load_config(), calibration=Calibration.off())
     with gw, _progress(console, len(by_state), "asking the engine (calibration off)") as advance:
         chain = gw.chain(provider)
+        distinct = {json.dumps(r[1], sort_keys=True): r[1] for r in rows}
+        gw.settle(list(distinct.values()), provider)
         kinds = {name: gw.rungs.kind(name) for name in chain}
         for indices in by_state.values():
             state = rows[indices[0]][0]
@@ -267,9 +269,9 @@ def _pending_items(args: argparse.Namespace) -> list[Item]:
     return unique
 
 
-def _load_proposals(path: str, items: list[Item]) -> int:
+def _load_proposals(path: str, items: list[Item]) -> list[Item]:
     by_key = {item.key: item for item in items}
-    changed = 0
+    changed = []
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -289,7 +291,7 @@ def _load_proposals(path: str, items: list[Item]) -> int:
         if entry["label"] not in item.labels:
             raise Refused(f"--proposals: {path}:{number}: {entry['label']!r} is not one of {item.labels}")
         item.proposed, item.confidence = entry["label"], None
-        changed += 1
+        changed.append(item)
     return changed
 
 
@@ -336,8 +338,15 @@ def _run(args: argparse.Namespace, console: Any) -> int:
                                       "confidence": item.confidence, "note": item.note, "text": item.text},
                                      ensure_ascii=False))
             return EXIT_OK
+        if args.confirmed and not args.proposals:
+            raise Refused("--confirmed: needs --proposals FILE (the labels the user confirmed)")
         if args.proposals:
-            console.print(f"{_load_proposals(args.proposals, items)} proposals read from {args.proposals}")
+            proposed = _load_proposals(args.proposals, items)
+            console.print(f"{len(proposed)} proposals read from {args.proposals}")
+            if args.confirmed:  # the user confirmed them elsewhere (in Claude Code, in the chat)
+                for item in proposed:
+                    store.give(item, item.proposed, "confirmed-in-chat")
+                args.no_label = True
         elif args.propose_with:
             _propose_with(args.propose_with, [i for i in items if store.label_of(i.key) is None], console)
         if not args.no_label:
@@ -363,8 +372,10 @@ def _run(args: argparse.Namespace, console: Any) -> int:
                           "unanswered": len(errors), "plot": png, "applied": False}, default=str))
     else:
         console.print(table(rows_out))
-        console.print(f"reliability diagram: {png}" if png else
-                      "no reliability diagram (matplotlib is missing: pip install 'system1-gateway[teach]')")
+        if png:
+            console.print(f"reliability diagram: {png}")
+        elif records:
+            console.print("no reliability diagram (matplotlib is missing: pip install 'system1-gateway\\[teach]')")
     if not records:
         console.print("no fit: every group needs at least 50 labels of two answers or more")
         return EXIT_INVALID if rejected else EXIT_OK

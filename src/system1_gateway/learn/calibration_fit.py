@@ -196,7 +196,9 @@ def fit_group(group: Group, target: float, seed: int = 0) -> dict[str, Any]:
 
 
 def reliability_png(rows: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]], path: str) -> str | None:
-    """A reliability diagram per group (raw vs calibrated), one PNG; None without matplotlib."""
+    """Per group, side by side: the reliability diagram (engine vs calibrated) and the
+    coverage–accuracy curve (accuracy of the most confident answers as the bar drops).
+    One PNG; None without matplotlib."""
     try:
         import matplotlib
 
@@ -204,20 +206,23 @@ def reliability_png(rows: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]], 
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    cols = min(3, len(rows)) or 1
-    lines = (len(rows) + cols - 1) // cols or 1
-    fig, axes = plt.subplots(lines, cols, figsize=(4.2 * cols, 4 * lines), squeeze=False)
-    for ax in axes.flat[len(rows):]:
-        ax.axis("off")
-    for ax, (title, raw, cal, y) in zip(axes.flat, rows):
-        ax.plot([0, 1], [0, 1], color="#999", lw=1, ls="--")
+    fig, axes = plt.subplots(len(rows), 2, figsize=(9, 3.6 * len(rows)), squeeze=False)
+    for (rel, cov), (title, raw, cal, y) in zip(axes, rows):
+        rel.plot([0, 1], [0, 1], color="#999", lw=1, ls="--")
         for probs, label, color in ((raw, "engine", "#d62728"), (cal, "calibrated", "#1f77b4")):
             pts = metrics.reliability(probs, y)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=color,
-                    label=f"{label} (ECE {metrics.ece(probs, y):.3f})")
-        ax.set(title=title[:48], xlabel="confidence", ylabel="accuracy", xlim=(0, 1.02), ylim=(0, 1.02))
-        ax.legend(loc="lower right", fontsize=8)
+            rel.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=color,
+                     label=f"{label} (ECE {metrics.ece(probs, y):.3f})")
+            curve = coverage_curve(probs, y)
+            cov.plot([c["coverage"] for c in curve], [c["accuracy"] for c in curve], marker=".", color=color,
+                     label=label)
+        rel.set(title=f"{title[:40]}: reliability", xlabel="confidence", ylabel="accuracy",
+                xlim=(0, 1.02), ylim=(0, 1.02))
+        rel.legend(loc="lower right", fontsize=8)
+        cov.set(title="coverage – accuracy", xlabel="share answered (most confident first)",
+                ylabel="accuracy of those answered", xlim=(0, 1.02), ylim=(0, 1.02))
+        cov.legend(loc="lower left", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

@@ -24,6 +24,8 @@ def calibrate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--provider", metavar="NAME", help="the rung (or A,B chain) to calibrate (default: the chain)")
     p.add_argument("--propose-with", metavar="NAME", help="ask this (stronger) rung for the proposals")
     p.add_argument("--proposals", metavar="FILE", help='{"key", "label"} lines that replace the proposals')
+    p.add_argument("--confirmed", action="store_true", help="with --proposals: the user already confirmed "
+                                                            "them (e.g. in the chat): record them as labels")
     p.add_argument("--pending", action="store_true", help="print the items waiting for a label (JSON Lines) and stop")
     p.add_argument("--no-label", action="store_true", help="skip labelling: fit on the labels given so far")
     p.add_argument("--target-accuracy", type=float, default=0.9, metavar="P",
@@ -44,7 +46,6 @@ def evaluate_arguments(p: argparse.ArgumentParser) -> None:
                    help="share of failed spawns where the rule picks a higher tier (default 0.95)")
     p.add_argument("--min-failures", type=int, default=30, metavar="N",
                    help="failed spawns labelled before the verdict can be READY (default 30)")
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="requests in flight (default 2)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 

@@ -21,7 +21,7 @@ threshold, safety is at least `--min-safety`, and at least `--min-failures` fail
 labelled; otherwise NOT READY (exit 3), with the reasons. Scripts gate `hint = true` on it.
 
 Memory: the log is streamed and only numbers are kept per entry (no texts), so a log of any
-length fits; requests go `--workers` at a time, in a bounded window.
+length fits.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -99,6 +97,7 @@ class _Asker:
         self.provider = provider
         self.gw.chain(provider)  # a bad --provider fails here, before any work
         self.questions = {name: {"builtin": name} for name in ROUTING_FEATURES}
+        self.gw.settle(list(self.questions.values()), provider)
 
     def ask(self, text: str) -> dict[str, Any] | None:
         result = self.gw.judge({"state": text, "questions": self.questions, "min_confidence": 0},
@@ -115,19 +114,16 @@ class _Asker:
         return out
 
 
-def _windowed(asker: _Asker, entries: Iterator[dict[str, Any]], workers: int) -> Iterator[tuple[dict, Any]]:
-    """(entry, answers) in log order, at most 4 × workers requests in flight."""
-    window: deque[tuple[dict[str, Any], Future]] = deque()
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="system1-evaluate") as pool:
+def _answered(provider: str | None, entries: Iterator[dict[str, Any]]) -> Iterator[tuple[dict, Any]]:
+    """(entry, answers) in log order, asked one entry at a time in this process. Measured on
+    2 cores: threads (one interpreter lock) and worker processes (an engine each, competing
+    for the cores the engine already uses per request) were both slower."""
+    asker = _Asker(provider)
+    try:
         for entry in entries:
-            window.append((entry, pool.submit(asker.ask, entry["text"])))
-            entry.pop("text")  # only numbers are kept from here on
-            if len(window) >= 4 * workers:
-                first, future = window.popleft()
-                yield first, future.result()
-        while window:
-            first, future = window.popleft()
-            yield first, future.result()
+            yield entry, asker.ask(entry.pop("text"))
+    finally:
+        asker.gw.close()
 
 
 def _tier(features: dict[str, bool]) -> str | None:
@@ -163,17 +159,21 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     for flag in ("min_feature_accuracy", "min_safety"):
         if not 0 <= getattr(args, flag) <= 1:
             raise Refused(f"--{flag.replace('_', '-')}: expected a share in [0, 1], got {getattr(args, flag)}")
-    if args.min_failures < 0 or args.workers < 1 or args.workers > 16:
-        raise Refused("--min-failures must be ≥ 0 and --workers 1..16")
+    if args.min_failures < 0:
+        raise Refused(f"--min-failures: expected a count ≥ 0, got {args.min_failures}")
     from ..hooks import settings as hook_settings
 
     routing_bar = hook_settings.load()[0]["routing"]["min_confidence"]
-    asker = _Asker(args.provider)
+    from ..config import load_config
+    from ..core import Gateway
+
+    with Gateway(load_config()) as check:
+        check.chain(args.provider)  # a bad --provider fails here, before any engine loads
     per: dict[str, list[tuple[float, float, float, bool]]] = {name: [] for name in ROUTING_FEATURES}
     rule_engine: list[tuple[str, str, str | None]] = []
     rule_labels: list[tuple[str, str, str | None]] = []
     asked = unanswered = 0
-    for entry, answers in _windowed(asker, _entries(log, store), args.workers):
+    for entry, answers in _answered(args.provider, _entries(log, store)):
         asked += 1
         if progress:
             progress()
@@ -188,7 +188,6 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
                                 _tier({n: answers[n][0] >= 0.5 for n in ROUTING_FEATURES})))
             if len(entry["labels"]) == len(ROUTING_FEATURES):
                 rule_labels.append((entry["outcome"], entry["tier"], _tier(entry["labels"])))
-    asker.gw.close()
     features = {}
     for name, rows in per.items():
         if not rows:

@@ -439,7 +439,10 @@ class EmbeddedProvider(BaseProvider):
             tier = tier.removesuffix("-only")
             answers[qid] = _answer(question.type, labels, probs, tier)
             answers[qid]["rationale"] += note
-            answers[qid]["model"] = _model_of(tier)  # the key its calibration is fitted under
+            # The key its calibration is fitted under: a head names itself (a new checkpoint
+            # invalidates its fits); a zero-shot answer names the configured tiers, whichever
+            # path answered this one, so one question's labels are not split between paths.
+            answers[qid]["model"] = _model_of(tier) if tier.startswith("head:") else self._zero_shot_model()
             if tier.startswith("head:"):
                 answers[qid]["calibrated"] = True  # its temperature was fitted on held-out folds
             used.update(tier.split("+"))
@@ -449,6 +452,11 @@ class EmbeddedProvider(BaseProvider):
             _abstain_on_markers(answers)
         model = _model_of("+".join(sorted(used)))
         return Reply(answers=answers, model=model or (LLM_MODEL if self._use_llm() else FAST_MODEL))
+
+    def _zero_shot_model(self) -> str:
+        if not self._use_llm():
+            return _model_of("fast")
+        return _model_of("llm" if self.settings.tier == "llm" else "fast+llm")
 
     def _reference_key(self, question: Any) -> str | None:
         texts = definitions(question)
