@@ -52,9 +52,8 @@ def test_scaling_never_changes_the_winner_and_keeps_a_distribution(weights, temp
     probs = {str(i): w / total for i, w in enumerate(weights)}
     out = scale(probs, temperature)
     assert abs(sum(out.values()) - 1) < 1e-9
-    top = max(probs.values())
-    winners = {k for k, v in probs.items() if v == top}
-    assert max(out, key=out.__getitem__) in winners
+    winner = max(probs, key=probs.__getitem__)
+    assert out[winner] >= max(out.values()) - 1e-12  # still the most probable (ties: to float precision)
     # the numpy path `calibrate` fits with is the same function
     arr = cf.apply_temperature(np.array([list(probs.values())]), temperature)[0]
     assert np.allclose(arr, list(out.values()), atol=1e-9)
