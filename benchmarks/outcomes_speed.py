@@ -204,8 +204,8 @@ def synthesize(root: Path, target: int, seed: int = 7) -> tuple[int, int]:
 CHILD = r"""
 import argparse, io, json, os, sys, time, tracemalloc
 from contextlib import redirect_stdout
-from system1_gateway.learn import outcomes
-p = argparse.ArgumentParser(); outcomes.add_arguments(p)
+from system1_gateway.learn import commands, outcomes
+p = argparse.ArgumentParser(); commands.outcomes_arguments(p)
 args = p.parse_args(sys.argv[1:])
 buf = io.StringIO()
 if os.environ.get("BENCH_TRACE"):

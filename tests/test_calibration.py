@@ -288,14 +288,18 @@ def test_pending_lists_every_item_and_outcomes_only_when_doubtful(tmp_path):
     assert code == 0 and len(out) == 10 and out[-1]["labels"] == ["succeeded", "failed"]
 
 
-def _pty_run(args: list[str], keys: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run the CLI on a pseudo-terminal; type `keys` one at a time, each after the card shows."""
+def _pty_run(args: list[str], keys: list[str], env: dict[str, str], ahead: bool = False) -> tuple[int, str]:
+    """Run the CLI on a pseudo-terminal; type `keys` one at a time, each after the card shows
+    (`ahead`: all at once, before the first card, as a fast typist does)."""
     pid, fd = pty.fork()
     if pid == 0:  # child
         os.execve(sys.executable, [sys.executable, "-m", "system1_gateway.cli", *args], env)
     out = b""
     pending = list(keys)
-    deadline = time.monotonic() + 60
+    if ahead:
+        os.write(fd, "".join(keys).encode())
+        pending = []
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         ready, _, _ = select.select([fd], [], [], 0.2)
         if ready:
@@ -308,6 +312,8 @@ def _pty_run(args: list[str], keys: list[str], env: dict[str, str]) -> tuple[int
             out += chunk
             while pending and out.count(b"q quit") > len(keys) - len(pending):
                 os.write(fd, pending.pop(0).encode())
+    else:  # out of time: never leave a child waiting for keys (nor the test waiting for it)
+        os.kill(pid, 9)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8", "replace"))
 
@@ -330,6 +336,15 @@ def test_labelling_through_a_terminal_keys_in_file_out_undo_skip_and_resume(tmp_
     code, screen = _pty_run(["calibrate"], ["y", "q"], env)
     assert "1/6" in screen and "specified" in screen
     assert LabelStore(tmp_path / "state" / "logs" / "labels.jsonl").label_of("prompt:p1:specified") == "true"
+
+
+def test_keys_typed_ahead_are_not_lost(tmp_path):
+    _routing_log(tmp_path)
+    env = {**os.environ, "SYSTEM1_PROVIDER": "mock"}
+    code, screen = _pty_run(["calibrate"], ["n", "y", "q"], env, ahead=True)
+    assert code == 0, screen
+    store = LabelStore(tmp_path / "state" / "logs" / "labels.jsonl")
+    assert [store.label_of(k) for k in ("prompt:p1:read_only", "prompt:p1:design")] == ["false", "true"]
 
 
 def test_proposals_from_a_file_replace_the_engines(tmp_path):

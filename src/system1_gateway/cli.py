@@ -547,6 +547,7 @@ COMMANDS = {
     "calibrate": lambda args: _cmd_learn("calibrate", args),
     "evaluate": lambda args: _cmd_learn("evaluate", args),
     "outcomes": lambda args: _cmd_learn("outcomes", args),
+    "report": lambda args: _cmd_learn("report", args),
 }
 
 

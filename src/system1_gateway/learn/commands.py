@@ -13,6 +13,8 @@ HELP = {
                 "READY exits 0, not ready exits 3",
     "outcomes": "propose failed / succeeded per subagent spawn from Claude Code transcripts "
                 "(--apply writes them into the routing log)",
+    "report": "does routing pay off? reach, adherence, subagent cost by tier and savings, from your Claude Code "
+              "transcripts (totals only)",
 }
 
 
@@ -58,10 +60,27 @@ def outcomes_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
+def report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--since", default="30d", metavar="AGE", help="the period: 30d (default), 12h, 2w")
+    p.add_argument("--project", metavar="PATH", help="only this working directory's sessions")
+    p.add_argument("--projects", metavar="DIR", help="Claude Code transcripts root "
+                   "(default: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects)")
+    p.add_argument("--log", metavar="FILE", help="routing log (default: the hooks' log)")
+    p.add_argument("--prices", metavar="FILE", help="a prices.json (default: ~/.system1-gateway/prices.json, "
+                                                     "else the shipped one)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    p.add_argument("--html", metavar="FILE", help="also write one self-contained page with the charts")
+
+
 PARSERS = {"calibrate": (HELP["calibrate"], calibrate_arguments),
            "evaluate": (HELP["evaluate"], evaluate_arguments),
-           "outcomes": (HELP["outcomes"], outcomes_arguments)}
+           "outcomes": (HELP["outcomes"], outcomes_arguments),
+           "report": (HELP["report"], report_arguments)}
+
+
+MODULES = {"calibrate": "system1_gateway.learn.calibrate", "evaluate": "system1_gateway.learn.evaluate",
+           "outcomes": "system1_gateway.learn.outcomes", "report": "system1_gateway.insight.report_view"}
 
 
 def run(name: str, args: argparse.Namespace) -> int:
-    return importlib.import_module(f"{__package__}.{name}").run(args)
+    return importlib.import_module(MODULES[name]).run(args)

@@ -38,7 +38,7 @@ def key_reader(stream: TextIO) -> Callable[[], str]:
         def read_tty() -> str:
             saved = termios.tcgetattr(fd)
             try:
-                tty.setcbreak(fd)
+                tty.setcbreak(fd, termios.TCSANOW)  # not the default TCSAFLUSH: it drops keys typed ahead
                 ch = os.read(fd, 1).decode("utf-8", "replace")
             finally:
                 termios.tcsetattr(fd, termios.TCSADRAIN, saved)
