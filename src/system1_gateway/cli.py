@@ -548,6 +548,7 @@ COMMANDS = {
     "evaluate": lambda args: _cmd_learn("evaluate", args),
     "outcomes": lambda args: _cmd_learn("outcomes", args),
     "report": lambda args: _cmd_learn("report", args),
+    "bench": lambda args: _cmd_learn("bench", args),
 }
 
 

@@ -15,6 +15,7 @@ HELP = {
                 "(--apply writes them into the routing log)",
     "report": "does routing pay off? reach, adherence, subagent cost by tier and savings, from your Claude Code "
               "transcripts (totals only)",
+    "bench": "which engine? several rungs over frozen labelled sets: accuracy, ECE, abstention, latency, plots",
 }
 
 
@@ -72,14 +73,25 @@ def report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", metavar="FILE", help="also write one self-contained page with the charts")
 
 
+def bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sets", nargs="+", metavar="SET.jsonl", help="labelled sets (the dev.jsonl shape)")
+    p.add_argument("--providers", required=True, metavar="A,B,…", help="the rungs to compare, comma-separated")
+    p.add_argument("--out", required=True, metavar="DIR", help="results.json, the plots and the answer cache")
+    p.add_argument("--limit", type=int, metavar="N", help="at most N items per task")
+    p.add_argument("--min-confidence", type=float, metavar="X", help="the threshold for the abstention rate "
+                                                                     "(default: as configured / fitted)")
+
+
 PARSERS = {"calibrate": (HELP["calibrate"], calibrate_arguments),
            "evaluate": (HELP["evaluate"], evaluate_arguments),
            "outcomes": (HELP["outcomes"], outcomes_arguments),
-           "report": (HELP["report"], report_arguments)}
+           "report": (HELP["report"], report_arguments),
+           "bench": (HELP["bench"], bench_arguments)}
 
 
 MODULES = {"calibrate": "system1_gateway.learn.calibrate", "evaluate": "system1_gateway.learn.evaluate",
-           "outcomes": "system1_gateway.learn.outcomes", "report": "system1_gateway.insight.report_view"}
+           "outcomes": "system1_gateway.learn.outcomes", "report": "system1_gateway.insight.report_view",
+           "bench": "system1_gateway.insight.bench"}
 
 
 def run(name: str, args: argparse.Namespace) -> int:
