@@ -148,12 +148,11 @@ def groups_of(answers: list[dict[str, Any]], current: Calibration, default_thres
                 g = groups[key] = cf.Group(a["provider"], a["model"], a["question"] if scope[0] == "q" else None,
                                            len(a["labels"]), a["name"] if scope[0] == "q" else
                                            f"any {len(a['labels'])}-option question", served_threshold=bar)
-                g.questions = set()  # type: ignore[attr-defined]
             g.probs.append(a["probs"])
             g.y.append(a["y"])
             g.served.append(served.tolist())
-            g.questions.add(a["question"])  # type: ignore[attr-defined]
-    return [g for g in groups.values() if g.question or len(g.questions) >= 2]  # type: ignore[attr-defined]
+            g.questions.add(a["question"])
+    return [g for g in groups.values() if g.question or len(g.questions) >= 2]
 
 
 def fit_all(answers: list[dict[str, Any]], target: float, default_threshold: float) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ class Group:
     y: list[int] = field(default_factory=list)
     served: list[list[float]] = field(default_factory=list)  # as answered today (current fit applied)
     served_threshold: float = 0.6
+    questions: set[str] = field(default_factory=set)  # wording hashes pooled (an option-count group)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(self.probs, dtype=float), np.asarray(self.y, dtype=int)
