@@ -29,7 +29,7 @@ os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 from system1_gateway import audit  # noqa: E402
 from system1_gateway.answers import finalize  # noqa: E402
 from system1_gateway.config import Config, GatewaySettings  # noqa: E402
-from system1_gateway.cooldowns import CooldownStore  # noqa: E402
+from system1_gateway.state import SQLiteState  # noqa: E402
 from system1_gateway.core import Gateway  # noqa: E402
 from system1_gateway.model import parse_judge  # noqa: E402
 from system1_gateway.providers import build  # noqa: E402
@@ -67,8 +67,8 @@ def main() -> int:
     mock = build("mock", "mock", {})
     timed("mock engine's own judge", lambda: mock.judge(request, 5.0), n)
     timed("request validation (parse_judge)", lambda: parse_judge(REQUEST), n)
-    store = CooldownStore()
-    timed("cooldown lookup (SQLite)", lambda: store.check("mock"), n)
+    store = SQLiteState()
+    timed("cooldown lookup (SQLite)", lambda: store.check(("rung:mock",)), n)
     entry = {"request_id": "bench", "status": "answered", "order": ["mock"], "provider": "mock", "model": "mock-1",
              "outcomes": [("mock", "ok")], "abstained": 0, "questions": 1, "latency_ms": 0.1,
              "usage": {"input_tokens": None, "output_tokens": None}, "error": None}

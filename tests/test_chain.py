@@ -7,7 +7,7 @@ import pytest
 
 from system1_gateway import chain, consent, notices
 from system1_gateway.config import Config, GatewaySettings
-from system1_gateway.cooldowns import CooldownStore
+from system1_gateway.state import SQLiteState
 from system1_gateway.core import Gateway
 from system1_gateway.providers.base import BaseProvider, Health, Reply
 from system1_gateway.providers.mock import MockProvider
@@ -55,7 +55,7 @@ def test_a_bug_in_the_answer_check_is_ours_and_does_not_advance(monkeypatch):
     judge_result_adapter.validate_python(result)
     assert result["error"]["code"] == "internal_error" and "answer check" in result["error"]["message"]
     assert [a["provider"] for a in result["attempts"]] == ["first"] and fallback.calls == 0
-    assert Gateway().cooldowns.active() == []  # the engine is not blamed
+    assert Gateway().state.active() == []  # the engine is not blamed
 
 
 def test_an_unsupported_rung_is_skipped_silently(caplog):
@@ -79,7 +79,7 @@ def test_an_empty_key_on_an_inherited_rung_skips_without_cooling(monkeypatch):
         first = result["attempts"][0]
         assert (first["outcome"], result["provider"]) == ("skipped", "mock")
         assert "OLLAMA_KEY is not set" in first["detail"]
-        assert gw.cooldowns.active() == [] and engine.requests == []
+        assert gw.state.active() == [] and engine.requests == []
     finally:
         engine.close()
 
@@ -127,7 +127,7 @@ def test_a_billed_rung_without_consent_is_skipped_never_called(monkeypatch, writ
 
 def test_notices_are_deduplicated_across_processes(tmp_path, caplog):
     # Two stores on one file stand for two one-shot processes (CLI, hooks).
-    first, second = CooldownStore(tmp_path / "state.db"), CooldownStore(tmp_path / "state.db")
+    first, second = SQLiteState(tmp_path / "state.db"), SQLiteState(tmp_path / "state.db")
     with caplog.at_level(logging.WARNING):
         assert notices.notice("k", "rung x failed", shared=first)
         notices._last.clear()  # what a new process starts with

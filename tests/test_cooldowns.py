@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from system1_gateway import cooldowns as cd
-from system1_gateway.cooldowns import CooldownStore, cooldown_for
+from system1_gateway import state as cd
+from system1_gateway.state import SQLiteState, cooldown_for
 from system1_gateway.core import Gateway
 
 from conftest import judge_payload
@@ -25,32 +25,33 @@ def test_cooldown_durations(kind, retry_after, expected):
 
 
 def test_recooling_keeps_the_later_expiry(tmp_path):
-    store = CooldownStore(tmp_path / "s.db")
-    first = store.cool("laya", 300, "quota")
-    second = store.cool("laya", 30, "rate limit")
+    store = SQLiteState(tmp_path / "s.db")
+    first = store.cool("laya", "laya", 300, "quota")
+    second = store.cool("laya", "laya", 30, "rate limit")
     assert second.until == pytest.approx(first.until) and second.reason == "quota"
-    third = store.cool("laya", 600, "credentials")
+    third = store.cool("laya", "laya", 600, "credentials")
     assert third.until > first.until and third.reason == "credentials"
 
 
 def test_expiry_lets_exactly_one_request_retry(tmp_path, monkeypatch):
-    store = CooldownStore(tmp_path / "s.db")
-    other_process = CooldownStore(tmp_path / "s.db")
-    store.cool("r", 0.05, "transport")
-    assert isinstance(store.check("r"), cd.Cooling)
+    store = SQLiteState(tmp_path / "s.db")
+    other_process = SQLiteState(tmp_path / "s.db")
+    store.cool("r", "r", 0.05, "transport")
+    assert isinstance(store.check(("r",)), cd.Cooling)
     time.sleep(0.1)
-    assert store.check("r") is True  # this request re-tries
-    assert isinstance(other_process.check("r"), cd.Cooling)  # the others wait for its outcome
-    assert store.recovered("r") and other_process.check("r") is False
+    assert store.check(("r",)) is True  # this request re-tries
+    assert isinstance(other_process.check(("r",)), cd.Cooling)  # the others wait for its outcome
+    assert store.recovered(("r",)) and other_process.check(("r",)) is False
 
 
 def test_corrupt_state_file_falls_back_to_memory(tmp_path, caplog):
     path = tmp_path / "s.db"
     path.write_bytes(b"this is not a sqlite database" * 100)
-    store = CooldownStore(path)
-    assert store.check("r") is False
-    store.cool("r", 30, "transport")
-    assert isinstance(store.check("r"), cd.Cooling)
+    store = SQLiteState(path)
+    assert store.check(("r",)) is False
+    store.cool("r", "r", 30, "transport")
+    assert isinstance(store.check(("r",)), cd.Cooling)
+    assert store.describe()["ok"] is False and "unusable" in store.describe()["detail"]
     assert sum("unusable" in r.message for r in caplog.records) == 1  # warned once
 
 
@@ -62,7 +63,7 @@ def test_cooling_rung_is_skipped_and_the_next_answers(write_config):
     second = gateway.judge(judge_payload())
     assert [(a["provider"], a["outcome"]) for a in second["attempts"]] == [("a", "cooling"), ("mock", "ok")]
     assert "quota" in second["attempts"][0]["detail"] and second["provider"] == "mock"
-    (cooling,) = gateway.cooldowns.active()
+    (cooling,) = gateway.state.active()
     assert cooling.rung == "a" and 295 < cooling.remaining_s <= 300
 
 
@@ -83,10 +84,10 @@ def test_timeouts_and_malformed_answers_do_not_cool(mock_gateway, monkeypatch):
     monkeypatch.setenv("SYSTEM1_TIMEOUT_S", "0.05")
     gateway = mock_gateway(mode="timeout")
     gateway.judge(judge_payload())
-    assert gateway.cooldowns.active() == []
+    assert gateway.state.active() == []
     malformed = mock_gateway(mode="malformed")
     malformed.judge(judge_payload())
-    assert malformed.cooldowns.active() == []
+    assert malformed.state.active() == []
 
 
 def test_toggle_pauses_from_the_next_request(mock_gateway):
@@ -129,7 +130,7 @@ def test_eight_processes_share_the_cooldown_state(write_config, tmp_path):
     records = [json.loads(line) for line in (tmp_path / "state" / "logs" / "audit.jsonl").read_text().splitlines()]
     tried_bad = sum(1 for r in records if ["bad", "error"] in r["outcomes"])
     assert len(records) == 400 and 1 <= tried_bad <= 8  # the rung cooled after (at most) one failure per process race
-    (cooling,) = CooldownStore(tmp_path / "state" / "state.db").active()
+    (cooling,) = SQLiteState(tmp_path / "state" / "state.db").active()
     assert cooling.rung == "bad" and cooling.reason.startswith("transport")
 
 

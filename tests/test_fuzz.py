@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -51,8 +52,17 @@ def fuzz(n: int):
                     suppress_health_check=list(HealthCheck), print_blob=RANDOM)
 
 
-def check(case: fz.Case) -> None:
-    assert case.crash is None, f"exception escaped: {case.crash}"
+def check(run: Callable[[], fz.Case], tries: int = 3) -> None:
+    """Run one example and hold it to the properties. A deadline overshoot alone is run again
+    (the scripted exchange is the same each time): a real deadline bug overshoots every time,
+    while a stall of the 2-core CI machine (once 380 ms, not reproducible) does not."""
+    for _ in range(tries):
+        case = run()
+        assert case.crash is None, f"exception escaped: {case.crash}"
+        if not all(v.startswith("elapsed ") for v in case.violations):
+            break
+        if not case.violations:
+            return
     assert not case.violations, "; ".join(case.violations)
 
 
@@ -60,20 +70,20 @@ def check(case: fz.Case) -> None:
 @fuzz(300)
 @given(payload=fz.judge_payloads, mock=fz.mock_settings, fallback=st.booleans())
 def test_core_judge_never_crashes(payload, mock, fallback):
-    check(fz.run_core("judge", payload, mock, fallback=fallback))
+    check(lambda: fz.run_core("judge", payload, mock, fallback=fallback))
 
 
 @fuzz(200)
 @given(payload=fz.decide_payloads, mock=fz.mock_settings, fallback=st.booleans())
 def test_core_decide_never_crashes(payload, mock, fallback):
-    check(fz.run_core("decide", payload, mock, fallback=fallback))
+    check(lambda: fz.run_core("decide", payload, mock, fallback=fallback))
 
 
 @fuzz(100)
 @given(payload=fz.judge_payloads | fz.decide_payloads)
 def test_core_debug_log_level_never_crashes(payload):
     """log_level DEBUG adds the request and answers to the audit record."""
-    check(fz.run_core("judge", payload, debug=True))
+    check(lambda: fz.run_core("judge", payload, debug=True))
 
 
 @fuzz(40)
@@ -84,7 +94,7 @@ def test_core_debug_log_level_never_crashes(payload):
        deadline_s=st.sampled_from([0.02, 0.06, 0.12, 0.25]))
 def test_core_deadline_holds(payload, mock, fallback, timeout_s, deadline_s):
     payload = {k: v for k, v in payload.items() if k != "deadline_s"}
-    check(fz.run_core("judge", payload, mock, fallback=fallback, timeout_s=timeout_s, deadline_s=deadline_s))
+    check(lambda: fz.run_core("judge", payload, mock, fallback=fallback, timeout_s=timeout_s, deadline_s=deadline_s))
 
 
 # -- the MCP tool handlers -----------------------------------------------------------------
@@ -99,7 +109,7 @@ mcp_calls = st.one_of(
 @given(call=mcp_calls, mock=fz.mock_settings)
 def test_mcp_tools_never_crash(call, mock):
     tool, arguments = call
-    check(fz.run_mcp(tool, arguments, mock))
+    check(lambda: fz.run_mcp(tool, arguments, mock))
 
 
 # -- the CLI -------------------------------------------------------------------------------
@@ -147,7 +157,7 @@ def decide_argv(draw):
 @fuzz(150)
 @given(argv=decide_argv(), mock=fz.mock_settings)
 def test_cli_decide_never_crashes(argv, mock):
-    check(fz.run_cli(argv, mock=mock))
+    check(lambda: fz.run_cli(argv, mock=mock))
 
 
 def request_bytes(payload, ascii_only: bool) -> bytes:
@@ -173,7 +183,7 @@ def test_cli_judge_never_crashes(data, where, pretty, provider, mock):
     argv = ["judge", {"file": "{file:req.json}", "stdin": "-", "missing": "/nonexistent/req.json",
                       "dir": "/"}[where]]
     argv += ["--pretty"] * pretty + (["--provider", provider] if provider else [])
-    check(fz.run_cli(argv, stdin=data if where == "stdin" else b"", files={"req.json": data}, mock=mock))
+    check(lambda: fz.run_cli(argv, stdin=data if where == "stdin" else b"", files={"req.json": data}, mock=mock))
 
 
 @st.composite
@@ -192,7 +202,7 @@ def jsonl_inputs(draw):
 def test_cli_judge_jsonl_streams_one_result_per_line(inp, via_stdin, mock):
     data, expected = inp
     argv = ["judge", "-" if via_stdin else "{file:req.jsonl}", "--jsonl"]
-    check(fz.run_cli(argv, stdin=data if via_stdin else b"", files={"req.jsonl": data}, mock=mock,
+    check(lambda: fz.run_cli(argv, stdin=data if via_stdin else b"", files={"req.jsonl": data}, mock=mock,
                      jsonl_lines=expected))
 
 
@@ -223,7 +233,7 @@ def test_http_adapter_outcomes_are_typed(kind, data, key, fallback):
     nesting, 10 MB, invalid UTF-8, wrong status/body pairs, bad headers) through the adapter's
     parser and failure classifier, then through the gateway."""
     payload, posts, gets = data.draw(fz.http_scripts(kind), label="script")
-    check(fz.run_http(kind, payload, posts, gets, key, fallback=fallback))
+    check(lambda: fz.run_http(kind, payload, posts, gets, key, fallback=fallback))
 
 
 @fuzz(70)
@@ -231,7 +241,7 @@ def test_http_adapter_outcomes_are_typed(kind, data, key, fallback):
 def test_openai_adapter_outcomes_are_typed(data, key, fallback):
     """The same through the official openai SDK (MockTransport `http_client`)."""
     payload, posts, gets = data.draw(fz.http_scripts("openai"), label="script")
-    check(fz.run_http("openai", payload, posts, gets, key, fallback=fallback))
+    check(lambda: fz.run_http("openai", payload, posts, gets, key, fallback=fallback))
 
 
 @pytest.mark.parametrize("kind", [*fz.HTTP_KINDS, "openai"])
@@ -244,7 +254,7 @@ def test_key_never_leaks(kind, payload, key, template, status, headers, reason):
     reply = fz.WireReply(status=status, headers=headers, reason=reason, body=json.dumps(template).encode())
     gets = {p: fz.WireReply(status=401, body=json.dumps(template).encode(), reason=reason)
             for p in ("/health", "/healthz", "/v1/models", "/api/version")}
-    check(fz.run_http(kind, payload, [reply], gets, key))
+    check(lambda: fz.run_http(kind, payload, [reply], gets, key))
 
 
 @fuzz(30)
@@ -253,7 +263,7 @@ def test_key_never_leaks(kind, payload, key, template, status, headers, reason):
 def test_http_deadline_holds(data, kind, key, fallback, timeout_s, deadline_s):
     """Hanging engines and slow-drip bodies: the answer is back by the deadline + 50 ms."""
     payload, posts, gets = data.draw(fz.http_scripts(kind, hang=True), label="script")
-    check(fz.run_http(kind, payload, posts, gets, key, fallback=fallback, timeout_s=timeout_s,
+    check(lambda: fz.run_http(kind, payload, posts, gets, key, fallback=fallback, timeout_s=timeout_s,
                       deadline_s=deadline_s, direct=False, probe=False))
 
 
@@ -291,4 +301,4 @@ FINDINGS = {  # id: (kind, request, status, body, headers, GET replies)
 def test_findings_corpus(finding):
     kind, payload, status, body, headers, gets = FINDINGS[finding]
     reply = fz.WireReply(status=status, body=body, headers={"content-type": "application/json", **headers})
-    check(fz.run_http(kind, payload, [reply], gets, "fzk7NajbeHeRu8rt5BfLGEU_PupAl"))
+    check(lambda: fz.run_http(kind, payload, [reply], gets, "fzk7NajbeHeRu8rt5BfLGEU_PupAl"))

@@ -56,7 +56,7 @@ def test_jev_retry_after_ms_cools_the_rung(engine, monkeypatch):
     engine.mode = "529"
     gw = gateway("jev", engine.url)
     assert gw.judge({"state": "s", "questions": QUESTIONS})["provider"] == "mock"
-    (cooling,) = gw.cooldowns.active()
+    (cooling,) = gw.state.active()
     assert 3 <= cooling.remaining_s <= 4.5
 
 
@@ -75,7 +75,7 @@ def test_von_engine_422_is_operational(engine):
     result = gw.judge({"state": "s", "questions": QUESTIONS})
     first = result["attempts"][0]
     assert first["outcome"] == "error" and "engine failure (HTTP 422)" in first["detail"]
-    assert result["provider"] == "mock" and [c.rung for c in gw.cooldowns.active()] == ["von"]
+    assert result["provider"] == "mock" and [c.rung for c in gw.state.active()] == ["von"]
 
 
 def test_jev_zstd_compresses_large_bodies(engine, monkeypatch):

@@ -87,7 +87,7 @@ def test_sigkill_mid_flight_loses_no_answer(write_config, start_daemon):
 
     with sqlite3.connect(state_dir() / "state.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert db.execute("SELECT count(*) FROM cooldowns WHERE rung = 'flaky'").fetchone()[0] == 1
+        assert db.execute("SELECT count(*) FROM cooling WHERE rung = 'flaky'").fetchone()[0] == 1
 
 
 def test_after_a_kill_autostart_brings_a_daemon_back(write_config, start_daemon):

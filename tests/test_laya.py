@@ -76,8 +76,8 @@ def test_real_laya_serve_auth(laya_serve, monkeypatch):
     assert first["outcome"] == "error" and "HTTP 401" in first["detail"] and no_key["provider"] == "mock"
     monkeypatch.setenv("SYSTEM1_LAYA_API_KEY", "sekret")
     keyed = gateway(url)
-    assert [c.rung for c in keyed.cooldowns.active()] == ["laya"]  # a credential failure cools 300 s
-    keyed.cooldowns.clear()  # what `system1 retry` does
+    assert [c.rung for c in keyed.state.active()] == ["laya"]  # a credential failure cools 300 s
+    keyed.state.clear()  # what `system1 retry` does
     with_key = keyed.judge({"state": "s", "questions": QUESTIONS})
     assert with_key["provider"] == "laya" and "sekret" not in json.dumps(with_key)
 

@@ -102,7 +102,7 @@ def test_no_fake_answers(ollama, mode, words):
     result = gw.judge({"state": "s", "questions": {"d": {"type": "noul", "instructions": "?"}}})
     first = result["attempts"][0]
     assert first["outcome"] == "error" and words in first["detail"] and result["provider"] == "mock"
-    assert [c.rung for c in gw.cooldowns.active()] == ["ollama"]  # the model will not start to work by itself
+    assert [c.rung for c in gw.state.active()] == ["ollama"]  # the model will not start to work by itself
 
 
 def test_no_option_among_the_alternatives_is_malformed(ollama):

@@ -125,7 +125,7 @@ def test_errors_map_to_waterfall_outcomes(decisions, mode, cools, words):
     result = gw.judge({"state": "s", "questions": {"d": {"type": "noul", "instructions": "?"}}})
     first = result["attempts"][0]
     assert first["outcome"] == "error" and words in first["detail"] and result["provider"] == "mock"
-    (cooling,) = gw.cooldowns.active()
+    (cooling,) = gw.state.active()
     assert cools - 2 <= cooling.remaining_s <= cools and "sk-test-openai" not in json.dumps(result)
 
 

@@ -94,7 +94,7 @@ def test_fault_matrix(write_config, engine, mode):
     assert words in first["detail"], first
     assert second == {**second, "provider": "mock", "outcome": "ok"}
     assert elapsed <= DEADLINE_S + 0.05
-    active = {c.rung: c for c in gateway.cooldowns.active()}
+    active = {c.rung: c for c in gateway.state.active()}
     if cools is None:
         assert "fault" not in active
     else:
@@ -107,7 +107,7 @@ def test_connection_refused_is_transport_and_cools(write_config):
     result, elapsed = run(gateway)
     first = result["attempts"][0]
     assert first["outcome"] == "error" and "transport failure" in first["detail"] and result["provider"] == "mock"
-    (cooling,) = gateway.cooldowns.active()
+    (cooling,) = gateway.state.active()
     assert 28 <= cooling.remaining_s <= 30 and elapsed < DEADLINE_S
 
 
@@ -118,7 +118,7 @@ def test_engine_rejection_does_not_advance(write_config, engine):
     assert result["status"] == "error" and result["error"]["code"] == "provider_error"
     assert "state: too long" in result["error"]["message"]
     assert [a["provider"] for a in result["attempts"]] == ["fault"]
-    assert gateway.cooldowns.active() == []
+    assert gateway.state.active() == []
 
 
 def test_single_rung_hang_retries_once_and_meets_the_deadline(write_config, engine):
@@ -144,7 +144,7 @@ def test_bearer_key_from_the_environment_never_leaks(write_config, engine, monke
     failed, _ = run(gateway)
     assert "sk-secret-123" not in str(failed)
     monkeypatch.delenv("FAULT_KEY")
-    gateway.cooldowns.clear()
+    gateway.state.clear()
     missing, _ = run(gateway)
     assert "environment variable FAULT_KEY is not set" in missing["attempts"][0]["detail"]
 

@@ -1,7 +1,7 @@
 """One metadata-only audit record per request (SPEC §3).
 
 Records go to the log at INFO and are appended to `<state dir>/logs/audit.jsonl` (local
-only), which later feeds status counts and reports. State, questions and answers are added
+only), which later feeds reports (status counts come from the shared state). State, questions and answers are added
 only when `log_level = "DEBUG"`. A failing write never fails a request.
 """
 
@@ -59,28 +59,3 @@ def record(entry: dict[str, Any], debug: dict[str, Any] | None = None) -> None:
         if not _warned:
             _warned = True
             _log.warning("audit log not writable (%s); continuing without it", exc)
-
-
-def today_summary() -> dict[str, Any]:
-    """Today's counts and the last route, from the local audit log (empty when absent)."""
-    today = time.strftime("%Y-%m-%d")
-    counts = {"requests": 0, "answered": 0, "abstained": 0, "errors": 0}
-    last = None
-    try:
-        with audit_path().open(encoding="utf-8") as fh:
-            for line in fh:
-                if not line.startswith('{"time": "' + today):
-                    continue
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                counts["requests"] += 1
-                counts["errors"] += rec.get("status") == "error"
-                counts["answered"] += rec.get("status") == "answered"
-                counts["abstained"] += bool(rec.get("abstained"))
-                if rec.get("provider"):
-                    last = {k: rec.get(k) for k in ("time", "request_id", "provider", "model", "outcomes")}
-    except OSError:
-        pass
-    return {"today": counts, "last_route": last}

@@ -30,7 +30,6 @@ from . import consent, providers
 from .answers import finalize
 from .calibration import Calibration, Fit
 from .config import Config
-from .cooldowns import Cooling, CooldownStore, cooldown_for
 from .errors import (
     ALL_COOLING,
     DEADLINE_EXCEEDED,
@@ -49,6 +48,7 @@ from .logs import LOGGER
 from .model import JudgeRequest
 from .notices import notice
 from .providers.base import BaseProvider, Limits, Reply
+from .state import Cooling, StateStore, cooldown_for, key_for, target_keys
 
 log = logging.getLogger(LOGGER)
 NO_USAGE = {"input_tokens": None, "output_tokens": None}
@@ -74,6 +74,7 @@ class Rungs:
         self._lock = threading.Lock()
         self._loads: dict[str, _Load] = {}
         self._loaded: set[str] = set()
+        self._keys: dict[str, tuple[str, ...]] = {}
 
     def get(self, name: str) -> BaseProvider:
         """The rung's provider; any failure to build it is a ConfigError naming the rung."""
@@ -93,6 +94,18 @@ class Rungs:
 
     def kind(self, name: str) -> str:
         return self._config.kind_of(name)
+
+    def keys(self, name: str) -> tuple[str, ...]:
+        """The rung's cooldown keys (state.target_keys): its endpoint, and endpoint + model.
+        A rung that cannot be built cools alone, under its own name."""
+        keys = self._keys.get(name)
+        if keys is None:
+            try:
+                endpoint, model = self.get(name).target()
+            except Exception:  # noqa: BLE001 - reported by its attempt; never fails a lookup
+                endpoint, model = f"rung:{name}", None
+            keys = self._keys[name] = target_keys(endpoint, model)
+        return keys
 
     def known(self, name: str) -> bool:
         """A rung this gateway can build: injected, or a provider kind (directly or through
@@ -179,11 +192,11 @@ class Outcome:
 
 
 class Chain:
-    def __init__(self, rungs: Rungs, cooldowns: CooldownStore, timeout_s: float, load_budget_s: float = 60.0,
+    def __init__(self, rungs: Rungs, state: StateStore, timeout_s: float, load_budget_s: float = 60.0,
                  calibration: Calibration | None = None):
         self.rungs = rungs
         self.calibration = calibration or Calibration.off()
-        self.cooldowns = cooldowns
+        self.state = state
         self.timeout_s = timeout_s
         self.load_budget_s = load_budget_s
         self._pool: ThreadPoolExecutor | None = None
@@ -210,15 +223,17 @@ class Chain:
         load_until = time.perf_counter() + self.load_budget_s
         out = Outcome()
         last: GatewayError | None = None
-        cooling: list[Cooling] = []
+        cooling: list[tuple[str, Cooling]] = []
         queue = list(chain)
         retried = False
         while queue:
             name = queue[0]
-            state = self.cooldowns.check(name)
+            state = self.state.check(self.rungs.keys(name))
             if isinstance(state, Cooling):
-                cooling.append(state)
-                out.attempts.append(_record(name, "cooling", None, f"cooling until {clock(state.until)} ({state.reason})"))
+                cooling.append((name, state))
+                shared = "" if state.rung == name else f", shared target with rung {state.rung!r}"
+                out.attempts.append(_record(name, "cooling", None,
+                                            f"cooling until {clock(state.until)} ({state.reason}{shared})"))
                 queue.pop(0)
                 continue
             blocked = self.rungs.not_ready(name)
@@ -226,7 +241,7 @@ class Chain:
                 out.attempts.append(_record(name, "skipped", None, blocked))
                 last = GatewayError(f"{name}: {blocked}", PROVIDER_ERROR)
                 if blocked.startswith("no billing consent"):
-                    notice(f"consent:{name}", "rung %s skipped: %s", name, blocked, shared=self.cooldowns)
+                    notice(f"consent:{name}", "rung %s skipped: %s", name, blocked, shared=self.state)
                 queue.pop(0)
                 continue
             waited, loaded = self.rungs.load(name, load_until - time.perf_counter())
@@ -274,8 +289,8 @@ class Chain:
                         continue
                 queue.pop(0)
                 continue
-            if state is True and self.cooldowns.recovered(name):
-                notice(f"recovered:{name}", "rung %s recovered", name, shared=self.cooldowns)
+            if state is True and self.state.recovered(self.rungs.keys(name)):
+                notice(f"recovered:{name}", "rung %s recovered", name, shared=self.state)
             out.attempts.append(_record(name, "ok", t0, f"models loaded in {waited:.1f} s first (load budget, "
                                                          f"outside the deadline)" if waited >= 0.05 else None))
             out.answers, out.provider, out.model = answers, name, reply.model
@@ -283,13 +298,13 @@ class Chain:
             return out
         out.error = self._exhausted(chain, cooling, last)
         notice(f"exhausted:{','.join(chain)}:{out.error.code}", "provider chain %s exhausted: %s",
-               chain, out.error.message, shared=self.cooldowns)
+               chain, out.error.message, shared=self.state)
         return out
 
-    def _exhausted(self, chain: list[str], cooling: list[Cooling], last: GatewayError | None) -> GatewayError:
+    def _exhausted(self, chain: list[str], cooling: list[tuple[str, Cooling]], last: GatewayError | None) -> GatewayError:
         if cooling and len(cooling) == len(chain):
-            soonest = min(cooling, key=lambda c: c.until)
-            return GatewayError(f"every rung is cooling; the soonest back is {soonest.rung!r} at "
+            name, soonest = min(cooling, key=lambda item: item[1].until)
+            return GatewayError(f"every rung is cooling; the soonest back is {name!r} at "
                                 f"{clock(soonest.until)} (in {soonest.remaining_s:.0f} s)", ALL_COOLING)
         error = last or GatewayError("no provider answered", PROVIDER_ERROR)
         if len(chain) > 1 and error.code != DEADLINE_EXCEEDED and getattr(error, "advance", True):
@@ -339,11 +354,23 @@ class Chain:
         seconds = cooldown_for(exc.kind, exc.retry_after_s)
         if seconds is None:
             notice(f"failed:{name}:{exc.kind}", "rung %s failed (%s): %s", name, exc.kind, exc.message,
-                   shared=self.cooldowns)
+                   shared=self.state)
             return
-        cooled = self.cooldowns.cool(name, seconds, f"{exc.kind}: {exc.message[:160]}")
+        key = key_for(self.rungs.keys(name), exc.kind)
+        cooled = self.state.cool(key, name, seconds, f"{exc.kind}: {exc.message[:160]}")
         notice(f"cooling:{name}:{cooled.until:.0f}", "rung %s failed (%s), cooling until %s: %s",
-               name, exc.kind, clock(cooled.until), exc.message, shared=self.cooldowns)
+               name, exc.kind, clock(cooled.until), exc.message, shared=self.state)
+
+
+def cooling(state: StateStore, rungs: Rungs, names: list[str]) -> dict[str, Cooling]:
+    """The rungs of `names` that are cooling now (by their own failure or that of a rung
+    sharing their target), without claiming anything: status, metrics, retry-after headers."""
+    found = {}
+    for name in names:
+        blocking = state.peek(rungs.keys(name))
+        if blocking is not None:
+            found[name] = blocking
+    return found
 
 
 def unsupported(limits: Limits, request: JudgeRequest) -> str | None:

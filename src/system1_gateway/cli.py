@@ -420,9 +420,20 @@ def _ask_person(text: str) -> bool:
 
 
 def _cmd_retry(args: argparse.Namespace) -> int:
-    from .cooldowns import CooldownStore
+    from .config import load_config
+    from .errors import ConfigError
+    from .state import open_state
 
-    _emit({"cleared": CooldownStore().clear()}, args.pretty)
+    try:
+        settings = load_config().state
+    except ConfigError as exc:
+        _emit(_invalid(exc.message), args.pretty)
+        return EXIT_INVALID
+    store = open_state(settings.url, settings.prefix)
+    try:
+        _emit({"cleared": store.clear(), "state": store.describe()}, args.pretty)
+    finally:
+        store.close()
     return EXIT_OK
 
 

@@ -7,12 +7,14 @@ into `config_error` answers and a `down` health instead of crashing.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -42,7 +44,13 @@ SERVE_ENV = {
     "idle_exit_min": "SYSTEM1_SERVE_IDLE_EXIT_MIN",
     "load_budget_s": "SYSTEM1_SERVE_LOAD_BUDGET_S",
 }
-_RESERVED_ENV = set(GATEWAY_ENV.values()) | set(SERVE_ENV.values()) | {"SYSTEM1_CONFIG", "SYSTEM1_STATE_DIR"}
+# Shared state ([state]): where cooldowns, notices and counters live (state/).
+STATE_ENV = {"url": "SYSTEM1_STATE_URL", "prefix": "SYSTEM1_STATE_PREFIX"}
+# Read by state/redis_store.py itself: secrets and TLS files never come from the config file.
+STATE_SECRET_ENV = {"SYSTEM1_STATE_PASSWORD", "SYSTEM1_STATE_USERNAME", "SYSTEM1_STATE_CA_FILE",
+                    "SYSTEM1_STATE_CERT_FILE", "SYSTEM1_STATE_KEY_FILE"}
+_RESERVED_ENV = (set(GATEWAY_ENV.values()) | set(SERVE_ENV.values()) | set(STATE_ENV.values()) | STATE_SECRET_ENV
+                 | {"SYSTEM1_CONFIG", "SYSTEM1_STATE_DIR"})
 
 
 CREDENTIAL_KEYS = {"api_key", "key", "token", "bearer", "password", "secret"}
@@ -85,10 +93,34 @@ class ServeSettings(BaseModel):
     load_budget_s: float = Field(default=60, gt=0, le=3600)  # model load, before any deadline starts
 
 
+class StateSettings(BaseModel):
+    """Where the deployment's shared state lives: this user's SQLite file (no url), or Redis."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str | None = Field(default=None, description="redis://host:port/db, rediss:// (TLS) or unix://path")
+    prefix: str = Field(default="system1", pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+                        description="key prefix: one per deployment sharing a Redis")
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(f"{value!r} is not a redis://, rediss:// or unix:// URL")
+        if parts.scheme != "unix" and not parts.hostname:
+            raise ValueError(f"{value!r} names no host")
+        if importlib.util.find_spec("redis") is None:
+            raise ValueError("a Redis URL needs the redis client: pip install 'system1-gateway[redis]'")
+        return value
+
+
 @dataclass(frozen=True)
 class Config:
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
     serve: ServeSettings = field(default_factory=ServeSettings)
+    state: StateSettings = field(default_factory=StateSettings)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: Path | None = None
     # [routing], [skills], [guard]: read by the Claude Code hooks (hooks/settings.py)
@@ -152,9 +184,9 @@ def parse_config_text(text: str, path: Path, environ: Mapping[str, str] | None =
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
-    unknown = sorted(set(data) - {"gateway", "serve", "providers", *hook_settings.TABLES})
+    unknown = sorted(set(data) - {"gateway", "serve", "state", "providers", *hook_settings.TABLES})
     if unknown:
-        raise ConfigError(f"{path}: unknown table or key {unknown[0]!r} (expected [gateway], [serve], "
+        raise ConfigError(f"{path}: unknown table or key {unknown[0]!r} (expected [gateway], [serve], [state], "
                           "[providers.<name>], [routing], [skills] and [guard])")
     try:
         hooks = hook_settings.parse(data)
@@ -167,7 +199,13 @@ def parse_config_text(text: str, path: Path, environ: Mapping[str, str] | None =
 
     gateway = _table(GatewaySettings, "gateway", gateway_raw, GATEWAY_ENV, text, path, environ)
     serve = _table(ServeSettings, "serve", data.get("serve", {}), SERVE_ENV, text, path, environ)
-    config = Config(gateway=gateway, serve=serve, providers=providers_raw, source=source, hooks=hooks)
+    state_raw = data.get("state", {})
+    if isinstance(state_raw, dict) and isinstance(state_raw.get("url"), str) and urlsplit(state_raw["url"]).password:
+        line = _line_of(text, "state", "url")
+        raise ConfigError(f"{path}" + (f", line {line}" if line else "") + ", [state] url: a password is never read "
+                          "from the config file; set SYSTEM1_STATE_PASSWORD (or put the whole URL in SYSTEM1_STATE_URL)")
+    state = _table(StateSettings, "state", state_raw, STATE_ENV, text, path, environ)
+    config = Config(gateway=gateway, serve=serve, state=state, providers=providers_raw, source=source, hooks=hooks)
     _check_chain(config, path)
     return config
 

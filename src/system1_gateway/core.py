@@ -18,9 +18,8 @@ from pydantic import ValidationError
 
 from . import audit, overrides, reports, toggle
 from .calibration import Calibration
-from .chain import NO_USAGE, Chain, Rungs, ms
+from .chain import NO_USAGE, Chain, Rungs, cooling, ms
 from .config import Config, load_config
-from .cooldowns import CooldownStore
 from .errors import INTERNAL_ERROR, ConfigError, GatewayError, InvalidRequest
 from .logs import LOGGER, request_id_var
 from .model import (
@@ -33,6 +32,7 @@ from .model import (
     parse_judge,
 )
 from .providers.base import BaseProvider
+from .state import Cooling, StateStore, open_state
 
 log = logging.getLogger(LOGGER)
 
@@ -49,12 +49,12 @@ class Gateway:
                  providers: dict[str, BaseProvider] | None = None, calibration: Calibration | None = None):
         self.config = config or Config()  # defaults keep capabilities answerable when broken
         self.config_error = config_error
-        self.cooldowns = CooldownStore()
+        self.state: StateStore = open_state(self.config.state.url, self.config.state.prefix)
         self.rungs = Rungs(self.config, providers)
         # `calibration`: the fits in force (default: the shipped and the user's files);
         # Calibration.off() gives the engines' raw answers, which calibrate and evaluate fit.
         self.calibration = calibration if calibration is not None else Calibration()
-        self._chain = Chain(self.rungs, self.cooldowns, self.config.gateway.timeout_s,
+        self._chain = Chain(self.rungs, self.state, self.config.gateway.timeout_s,
                             self.config.serve.load_budget_s, self.calibration)
 
     @classmethod
@@ -74,7 +74,7 @@ class Gateway:
     def close(self) -> None:
         self._chain.close()
         self.rungs.close()
-        self.cooldowns.close()
+        self.state.close()
 
     # -- rungs ----------------------------------------------------------------------------
     def chain(self, provider: str | None = None) -> list[str]:
@@ -213,11 +213,15 @@ class Gateway:
         return reports.credentials(self.rungs, name)
 
     def starting_rung(self) -> str | None:
-        return reports.starting_rung(self.config, self.rungs, self.cooldowns)
+        return reports.starting_rung(self.config, self.rungs, self.state)
+
+    def cooling(self, names: list[str] | None = None) -> dict[str, Cooling]:
+        """Rungs of `names` (default: the configured chain) cooling now, by rung name."""
+        return cooling(self.state, self.rungs, self.config.chain if names is None else names)
 
     def status(self, chain: list[str] | None = None) -> dict[str, Any]:
         """`chain`: report on this order instead of the configured one (checked by `override`)."""
-        return {**reports.status(self.config, self.config_error, self.rungs, self.cooldowns, chain),
+        return {**reports.status(self.config, self.config_error, self.rungs, self.state, chain),
                 "calibration": self.calibration.summary()}
 
     # -- audit ----------------------------------------------------------------------------
@@ -239,6 +243,11 @@ class Gateway:
         if not self.config_error and self.config.gateway.log_level == "DEBUG" and request is not None:
             debug = {"request": request.model_dump(mode="json"), "answers": result["answers"]}
         audit.record(entry, debug)
+        error = result["status"] == "error"
+        route = ({k: entry[k] for k in ("request_id", "provider", "model", "outcomes")}
+                 | {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}) if entry["provider"] else None
+        self.state.count({"requests": 1, "answered": int(not error), "errors": int(error),
+                          "abstained": entry["abstained"]}, route)
 
 
 def _paused_answers(request: JudgeRequest) -> dict[str, dict[str, Any]]:

@@ -83,7 +83,7 @@ class ProviderFailure(GatewayError):
 
     `outcome` is the attempt outcome recorded (error / timeout / malformed / skipped); `kind`
     says which failure class it was, and so whether and how long the rung cools
-    (cooldowns.COOLING): credentials, quota, model, endpoint (the rung's URL is wrong: a
+    (state.COOLING): credentials, quota, model, endpoint (the rung's URL is wrong: a
     route that does not exist, a redirect), rate_limit, overload, server, transport cool;
     timeout, malformed, engine, rejected, unsupported and no_credentials do not.
 

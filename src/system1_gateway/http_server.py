@@ -475,9 +475,9 @@ def _header_safe(value: Any) -> bool:
 
 def _retry_after_s(gateway: Gateway, result: dict[str, Any]) -> int:
     """Whole seconds until the soonest rung of this request's chain is back (at least 1)."""
-    chain = set(result.get("order") or [])
+    chain = list(result.get("order") or [])
     try:
-        left = [c.remaining_s for c in gateway.cooldowns.active() if not chain or c.rung in chain]
+        left = [c.remaining_s for c in gateway.cooling(chain or None).values()]
     except Exception:  # noqa: BLE001 - the state file vanished: a short, honest guess
         left = []
     return max(1, math.ceil(min(left))) if left else 1

@@ -340,7 +340,7 @@ def _cooling_headers(gateway: Any, order: list[str]) -> tuple[int, dict[str, str
     """429 when every cooling rung is throttled, else 503; retry-after(-ms) until the
     soonest rung is back."""
     try:
-        cooling = [c for c in gateway.cooldowns.active() if c.rung in order]
+        cooling = list(gateway.cooling(order).values())
     except Exception:  # noqa: BLE001 - the state file may be gone; the answer is still "later"
         cooling = []
     if not cooling:

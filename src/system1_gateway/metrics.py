@@ -98,8 +98,9 @@ class Metrics:
 
 
 class _CooldownCollector:
-    """Cooldown state per rung, read from the shared state file at scrape time (cooldowns are
-    set by every process of the user, not only this server)."""
+    """Cooldown state per rung, read from the shared state at scrape time (cooldowns are set
+    by every process of the user or every replica of the deployment, not only this server),
+    and whether that shared state is usable."""
 
     def __init__(self, gateway: Any):
         self.gateway = gateway
@@ -114,7 +115,7 @@ class _CooldownCollector:
                                       labels=["rung"])
         try:
             rungs = [] if self.gateway.config_error else list(self.gateway.config.chain)
-            left = {c.rung: float(c.remaining_s) for c in self.gateway.cooldowns.active()}
+            left = {name: float(c.remaining_s) for name, c in self.gateway.cooling(rungs).items()}
         except Exception as exc:  # noqa: BLE001 - a scrape must answer even if the state file is gone
             log.warning("metrics: cooldowns unreadable (%s)", type(exc).__name__)
             rungs, left = [], {}
@@ -123,6 +124,12 @@ class _CooldownCollector:
             remaining.add_metric([rung], max(0.0, left.get(rung, 0.0)))
         yield cooling
         yield remaining
+        state = self.gateway.state.describe()
+        fallback = GaugeMetricFamily("system1_state_fallback", "1 while the shared state (SQLite file or Redis) is "
+                                     "unusable and this process keeps cooldowns and counters in memory",
+                                     labels=["backend"])
+        fallback.add_metric([state["backend"]], 0.0 if state["ok"] else 1.0)
+        yield fallback
 
 
 def instrument(gateway: Any, metrics: Metrics) -> None:

@@ -2,7 +2,7 @@
 
 Logged at WARNING (stderr and `log_file`), at most once per key every 60 s for all the
 user's processes: hooks and the CLI run one process per call, so the memory lives in the
-shared state file (cooldowns.CooldownStore.claim_notice), with an in-process memory in front
+shared state (state.StateStore.claim_notice: the SQLite file or Redis), with an in-process memory in front
 so a busy server does not write it per request. A rung that is cooling is skipped without a
 failure, so no notice repeats during a cooldown.
 """

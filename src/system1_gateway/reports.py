@@ -11,13 +11,14 @@ import logging
 import time
 from typing import Any
 
-from . import __version__, audit, builtins, providers, toggle
+from . import __version__, builtins, providers, toggle
 from .chain import Rungs, ms
+from .chain import cooling as cooling_rungs
 from .config import Config
-from .cooldowns import CooldownStore
 from .errors import ConfigError, GatewayError
 from .logs import LOGGER
 from .model import SCHEMA_VERSION
+from .state import StateStore
 
 log = logging.getLogger(LOGGER)
 
@@ -89,19 +90,20 @@ def credentials(rungs: Rungs, name: str) -> dict[str, Any]:
     return info
 
 
-def starting_rung(config: Config, rungs: Rungs, cooldowns: CooldownStore,
+def starting_rung(config: Config, rungs: Rungs, state: StateStore,
                   chain: list[str] | None = None) -> str | None:
     """The first rung of the chain (the configured one unless given) that may run
     (credentials present, consent given) and is not cooling — without probing anything."""
-    cooling = {c.rung for c in cooldowns.active()}
-    for name in chain or config.chain:
+    order = chain or config.chain
+    cooling = cooling_rungs(state, rungs, order)
+    for name in order:
         if name not in cooling and credentials(rungs, name)["error"] is None and rungs.not_ready(name) is None:
             return name
     return None
 
 
 def status(config: Config, config_error: ConfigError | None, rungs: Rungs,
-           cooldowns: CooldownStore, chain: list[str] | None = None) -> dict[str, Any]:
+           state: StateStore, chain: list[str] | None = None) -> dict[str, Any]:
     """Order, credentials, cooldowns, route, counts and toggle state (metadata only); for a
     caller's own chain (a checked per-request override) when given, e.g. the Pi extension's."""
     order = chain or config.chain
@@ -117,11 +119,13 @@ def status(config: Config, config_error: ConfigError | None, rungs: Rungs,
         "paused": toggle.paused(),
         "min_confidence": config.gateway.min_confidence,
         "rungs": rung_info,
-        "cooldowns": [{"rung": c.rung, "reason": c.reason, "until": _iso(c.until),
-                       "remaining_s": round(c.remaining_s, 1)} for c in cooldowns.active()],
+        "cooldowns": [{"rung": name, "reason": c.reason, "until": _iso(c.until), "remaining_s": round(c.remaining_s, 1),
+                       "target": c.key, "set_by": c.rung}
+                      for name, c in ({} if config_error else cooling_rungs(state, rungs, order)).items()],
         "preferred_start": None if config_error else order[0],
-        "actual_start": None if config_error else starting_rung(config, rungs, cooldowns, order),
-        **audit.today_summary(),
+        "actual_start": None if config_error else starting_rung(config, rungs, state, order),
+        "state": state.describe(),
+        **state.today(),
     }
 
 

@@ -217,6 +217,15 @@ class CoolingEntry(BaseModel):
     reason: str
     until: str
     remaining_s: float
+    target: str = Field(description="the endpoint (and model) cooling; rungs naming it share the cooldown")
+    set_by: str = Field(description="the rung whose failure set it")
+
+
+class StateInfo(BaseModel):
+    backend: Literal["sqlite", "redis", "memory"]
+    ok: bool = Field(description="false while the shared state is unusable and this process holds it in memory")
+    detail: str | None
+    fallback_since: str | None
 
 
 class StatusResult(BaseModel):
@@ -228,6 +237,7 @@ class StatusResult(BaseModel):
     cooldowns: list[CoolingEntry]
     preferred_start: str | None
     actual_start: str | None = Field(description="first rung with credentials present and not cooling")
+    state: StateInfo = Field(description="where cooldowns, notices and counters are shared (SQLite file or Redis)")
     today: dict[str, int]
     last_route: dict[str, Any] | None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -67,6 +68,7 @@ class BaseProvider:
         config_error at build time naming the extra (providers.build);
       * `credentials()` → (needed, present, variable name), checked locally, never the value;
         `secrets()` → the values themselves, only so failure text can be scrubbed of them;
+      * `target()` → (endpoint, model) it sends to: the key of its cooldowns;
       * `warm()` loads models before a request's clock starts; `close()` frees clients.
     """
 
@@ -91,11 +93,29 @@ class BaseProvider:
         failure text before it is stored or shown (never logged or returned)."""
         return ()
 
+    def target(self) -> tuple[str, str | None]:
+        """(endpoint, model) this rung sends to, for cooldowns: rungs naming the same endpoint
+        and credential share one cooldown (SPEC §3), per-model failures cool only the model.
+        An engine inside this process is its own target."""
+        return f"rung:{self.name}", None
+
     def warm(self) -> None:
         return None
 
     def close(self) -> None:
         return None
+
+
+def endpoint_id(url: str, credential_env: str | None) -> str:
+    """One spelling per physical endpoint: scheme and host lower-cased, default ports and
+    trailing slashes dropped, plus the credential variable (another key is another account)."""
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower()
+    port = parts.port
+    if port is not None and (parts.scheme, port) not in (("http", 80), ("https", 443)):
+        host = f"{host}:{port}"
+    path = parts.path.rstrip("/")
+    return f"{parts.scheme.lower()}://{host}{path}" + (f" key:{credential_env}" if credential_env else "")
 
 
 def parse_settings(model: type[Settings], name: str, raw: dict[str, Any]) -> Any:

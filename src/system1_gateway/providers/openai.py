@@ -22,7 +22,7 @@ from pydantic import Field
 from ..errors import MalformedAnswer, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from ..render import render
-from .base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
+from .base import BaseProvider, Health, Limits, Reply, Settings, endpoint_id, parse_settings
 from .failures import classify
 
 KEY_ENV = "SYSTEM1_OPENAI_API_KEY"
@@ -51,6 +51,9 @@ class OpenAIProvider(BaseProvider):
     def secrets(self) -> tuple[str, ...]:
         key = os.environ.get(KEY_ENV)
         return (key,) if key else ()
+
+    def target(self) -> tuple[str, str | None]:
+        return endpoint_id(self.settings.endpoint, KEY_ENV), self.settings.model
 
     def _client(self, timeout_s: float) -> Any:
         from openai import DefaultHttpxClient, OpenAI  # heavy: imported only when this rung runs

@@ -31,7 +31,7 @@ from ..addresses import is_loopback
 from ..config import CREDENTIAL_KEYS as SECRET_KEYS
 from ..errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
-from .base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
+from .base import BaseProvider, Health, Limits, Reply, Settings, endpoint_id, parse_settings
 from .deadline_http import clamp, is_clamped, within
 from .failures import classify, error_message
 
@@ -121,6 +121,9 @@ class SystemOneProvider(BaseProvider):
                 raise MissingCredentials(f"{self.name}: environment variable {env} is not set")
             headers["authorization"] = f"Bearer {key}"
         return headers
+
+    def target(self) -> tuple[str, str | None]:
+        return endpoint_id(self.root, self.settings.api_key_env), self.settings.model
 
     def close(self) -> None:
         self._client.close()
