@@ -106,12 +106,21 @@ def test_active_clear_notices_and_counters(store, tmp_path):
     other = twin(store, tmp_path)
     assert store.claim_notice("cooling:x", 60) is True
     assert other.claim_notice("cooling:x", 60) is False  # shown once for every process
-    store.count({"requests": 1, "answered": 1, "abstained": 2}, {"provider": "fault", "request_id": "r1"})
     other.count({"requests": 1, "errors": 1}, None)
+    other.today()  # a read flushes this process's counts at once
+    store.count({"requests": 1, "answered": 1, "abstained": 2}, {"provider": "fault", "request_id": "r1"})
     today = store.today()
     assert today["today"] == {"requests": 2, "answered": 1, "abstained": 2, "errors": 1}
     assert today["last_route"] == {"provider": "fault", "request_id": "r1"}
     assert store.describe()["ok"] is True
+
+
+def test_counts_reach_the_other_processes_within_a_second(store, tmp_path):
+    """Counters are written by a background flush, not on the request path."""
+    other = twin(store, tmp_path)
+    store.count({"requests": 3, "answered": 3}, {"provider": "p"})
+    time.sleep(1.6)
+    assert other.today()["today"]["requests"] == 3 and other.today()["last_route"] == {"provider": "p"}
 
 
 def test_per_model_failures_cool_the_model_the_rest_the_endpoint():
@@ -178,7 +187,7 @@ def test_redis_outage_falls_back_to_memory_once_and_resyncs(tmp_path, caplog):
         other = RedisState(server.url, prefix="outage")  # a replica that never fell back
         pushed = other.peek(KEYS)
         assert pushed is not None and pushed.reason == "quota: none left" and pushed.remaining_s > 55
-        assert other.today()["today"]["requests"] == 2  # the outage's counts, re-synced
+        assert other.today()["today"]["requests"] == 3  # every count: the outage's too, re-synced
         other.close()
     finally:
         store.close()

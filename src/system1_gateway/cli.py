@@ -84,6 +84,17 @@ def _parser() -> _Parser:
     j.add_argument("--jsonl", action="store_true", help="one request per line in, one result per line out")
     common(j)
 
+    b = sub.add_parser("bulk", help="judge a large JSON Lines file of requests on Ray Data (or a local pool): "
+                                    "results in input order, resumable")
+    b.add_argument("input", metavar="IN.jsonl", help="one judge request per line (the judge --jsonl shape)")
+    b.add_argument("output", metavar="OUT.jsonl", help="one result per input row, in order; rows already "
+                                                       "there are skipped (resume)")
+    b.add_argument("--ray", metavar="ADDRESS", help="run on this Ray cluster (default: a local Ray in this process)")
+    b.add_argument("--pool", action="store_true", help="a local process pool instead of Ray")
+    b.add_argument("--workers", type=int, metavar="N", help="actors or processes (default: the CPUs there)")
+    b.add_argument("--batch-size", type=int, metavar="ROWS", help="rows per batch (default: from rows and workers)")
+    common(b)
+
     h = sub.add_parser("health", help="probe every provider of the chain")
     common(h, provider=False)
     c = sub.add_parser("capabilities", help="version, schemas, provider chain, thresholds")
@@ -473,6 +484,20 @@ def _cmd_teach(args: argparse.Namespace) -> int:
     return teach(args)
 
 
+def _cmd_bulk(args: argparse.Namespace) -> int:
+    for flag, value in (("--workers", args.workers), ("--batch-size", args.batch_size)):
+        if value is not None and not 1 <= value <= 100_000:
+            _emit(_invalid(f"{flag}: expected a whole number from 1 to 100000, got {value}"), args.pretty)
+            return EXIT_INVALID
+    if args.pool and args.ray:
+        _emit(_invalid("--pool and --ray: choose one"), args.pretty)
+        return EXIT_INVALID
+    args.provider = args.chain or args.provider
+    from .bulk import main as bulk_main
+
+    return bulk_main(args)
+
+
 def _cmd_learn(name: str, args: argparse.Namespace) -> int:
     from .learn import commands as learn_commands
 
@@ -555,6 +580,7 @@ COMMANDS = {
     "health": _cmd_health,
     "capabilities": _cmd_capabilities,
     "teach": _cmd_teach,
+    "bulk": lambda args: _cmd_bulk(args),
     "calibrate": lambda args: _cmd_learn("calibrate", args),
     "evaluate": lambda args: _cmd_learn("evaluate", args),
     "outcomes": lambda args: _cmd_learn("outcomes", args),

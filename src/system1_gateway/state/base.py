@@ -13,10 +13,13 @@ endpoint + model (`target_keys`). `check` looks at every key of a rung at once.
 
 from __future__ import annotations
 
+import atexit
+import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 LONG_S = 300.0  # credentials, quota, unavailable model, wrong endpoint
 SHORT_S = 30.0  # rate limit, overload, transport, server errors
@@ -32,6 +35,7 @@ PER_MODEL = frozenset({"model", "rate_limit"})
 PROBE_LEASE_S = 10.0  # how long the one re-trying request holds an expired target
 NOTICE_KEEP_S = 86400.0
 COUNTERS = ("requests", "answered", "abstained", "errors")
+FLUSH_EVERY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -122,3 +126,58 @@ class StateStore(ABC):
 
     def close(self) -> None:
         return None
+
+
+Counts = dict[str, dict[str, int]]  # day → counter → n
+
+
+class CounterBuffer:
+    """Today's counters, added up in this process and written to the shared store at most
+    once a second by a background thread (and on close, on exit, and before a read), so a
+    request never waits for a counter write: they are a report, not a decision."""
+
+    def __init__(self, write: Callable[[Counts, dict[str, Any] | None], None], every_s: float = FLUSH_EVERY_S):
+        self._write = write
+        self._every_s = every_s
+        self._lock = threading.Lock()
+        self._pending: Counts = {}
+        self._last: dict[str, Any] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        atexit.register(_flush_at_exit, weakref.ref(self))
+
+    def add(self, deltas: dict[str, int], last_route: dict[str, Any] | None) -> None:
+        with self._lock:
+            day = self._pending.setdefault(today(), {})
+            for name, n in deltas.items():
+                if n:
+                    day[name] = day.get(name, 0) + n
+            if last_route is not None:
+                self._last = last_route
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._run, name="system1-counters", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every_s):
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, last = self._pending, self._last
+            self._pending, self._last = {}, None
+        if pending or last is not None:
+            self._write(pending, last)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.flush()
+
+
+def _flush_at_exit(ref: "weakref.ref[CounterBuffer]") -> None:
+    buffer = ref()
+    if buffer is not None:
+        try:
+            buffer.flush()
+        except Exception:  # noqa: BLE001 - exiting: counters are not worth a traceback
+            pass

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any
 
-from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, StateStore, today
+from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, Counts, StateStore, today
 
 
 class MemoryState(StateStore):
@@ -78,10 +78,14 @@ class MemoryState(StateStore):
             return True
 
     def count(self, deltas: dict[str, int], last_route: dict[str, Any] | None) -> None:
+        self.add_counts({today(): deltas}, last_route)
+
+    def add_counts(self, by_day: Counts, last_route: dict[str, Any] | None) -> None:
         with self._lock:
-            day = self.counts.setdefault(today(), dict.fromkeys(COUNTERS, 0))
-            for name, n in deltas.items():
-                day[name] = day.get(name, 0) + n
+            for day_name, deltas in by_day.items():
+                day = self.counts.setdefault(day_name, dict.fromkeys(COUNTERS, 0))
+                for name, n in deltas.items():
+                    day[name] = day.get(name, 0) + n
             if last_route is not None:
                 self.last_route = last_route
 

@@ -31,7 +31,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..logs import LOGGER
-from .base import COUNTERS, PROBE_LEASE_S, Cooling, StateStore, today
+from .base import COUNTERS, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, today
 from .memory import MemoryState
 
 log = logging.getLogger(LOGGER)
@@ -149,6 +149,7 @@ class RedisState(StateStore):
         self._error: str | None = None
         self._closed = threading.Event()
         self.fallbacks = 0  # times this process fell back (tests, /metrics)
+        self._counts = CounterBuffer(self._write_counts)
 
     # -- keys --------------------------------------------------------------------------------
     def _k(self, *parts: str) -> str:
@@ -194,15 +195,7 @@ class RedisState(StateStore):
                     for c in cooldowns:
                         self._cool(keys=[self._k("cooling"), self._k("cool", c.key)],
                                    args=[f"{max(0.0, c.until - time.time()):.6f}", c.reason, c.rung])
-                    with self._client.pipeline(transaction=False) as pipe:
-                        for day, day_counts in counts.items():
-                            for name, n in day_counts.items():
-                                if n:
-                                    pipe.hincrby(self._k("counts", day), name, n)
-                            pipe.expire(self._k("counts", day), COUNTS_KEEP_S)
-                        if last is not None:
-                            pipe.set(self._k("last_route"), json.dumps(last))
-                        pipe.execute()
+                    self._push_counts(counts, last)
                     self._memory, self._since, self._error = None, None, None
                 log.warning("shared state %s is back: re-synced %d cooldown(s) and the counters kept meanwhile",
                             self.url, len(cooldowns))
@@ -258,20 +251,25 @@ class RedisState(StateStore):
                          lambda mem: mem.claim_notice(key, window_s))
 
     def count(self, deltas: dict[str, int], last_route: dict[str, Any] | None) -> None:
-        def remote() -> None:
-            day_key = self._k("counts", today())
-            with self._client.pipeline(transaction=False) as pipe:
+        self._counts.add(deltas, last_route)
+
+    def _push_counts(self, by_day: Counts, last_route: dict[str, Any] | None) -> None:
+        with self._client.pipeline(transaction=False) as pipe:
+            for day, deltas in by_day.items():
                 for name, n in deltas.items():
                     if n:
-                        pipe.hincrby(day_key, name, n)
-                pipe.expire(day_key, COUNTS_KEEP_S)
-                if last_route is not None:
-                    pipe.set(self._k("last_route"), json.dumps(last_route))
-                pipe.execute()
+                        pipe.hincrby(self._k("counts", day), name, n)
+                pipe.expire(self._k("counts", day), COUNTS_KEEP_S)
+            if last_route is not None:
+                pipe.set(self._k("last_route"), json.dumps(last_route))
+            pipe.execute()
 
-        self._run(remote, lambda mem: mem.count(deltas, last_route))
+    def _write_counts(self, by_day: Counts, last_route: dict[str, Any] | None) -> None:
+        self._run(lambda: self._push_counts(by_day, last_route), lambda mem: mem.add_counts(by_day, last_route))
 
     def today(self) -> dict[str, Any]:
+        self._counts.flush()
+
         def remote() -> dict[str, Any]:
             with self._client.pipeline(transaction=False) as pipe:
                 pipe.hgetall(self._k("counts", today()))
@@ -293,6 +291,7 @@ class RedisState(StateStore):
                           f"in memory and re-syncs when it is back"}
 
     def close(self) -> None:
+        self._counts.close()
         self._closed.set()
         try:
             self._client.close()

@@ -20,7 +20,7 @@ from typing import Any, Callable, TypeVar
 
 from ..logs import LOGGER
 from ..paths import state_dir
-from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, StateStore, today
+from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, today
 from .memory import MemoryState
 
 log = logging.getLogger(LOGGER)
@@ -46,6 +46,7 @@ class SQLiteState(StateStore):
         self._since: float | None = None
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._counts = CounterBuffer(self._write_counts)
 
     # -- storage ---------------------------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
@@ -162,19 +163,21 @@ class SQLiteState(StateStore):
         return self._run(sql, lambda mem: mem.claim_notice(key, window_s))
 
     def count(self, deltas: dict[str, int], last_route: dict[str, Any] | None) -> None:
-        day = today()
+        self._counts.add(deltas, last_route)
 
+    def _write_counts(self, by_day: Counts, last_route: dict[str, Any] | None) -> None:
         def sql(db: sqlite3.Connection) -> None:
             db.executemany("INSERT INTO counters (day, name, n) VALUES (?, ?, ?) "
                            "ON CONFLICT(day, name) DO UPDATE SET n = n + excluded.n",
-                           [(day, name, n) for name, n in deltas.items() if n])
+                           [(day, name, n) for day, deltas in by_day.items() for name, n in deltas.items() if n])
             if last_route is not None:
                 db.execute("INSERT OR REPLACE INTO facts (key, value) VALUES ('last_route', ?)",
                            (json.dumps(last_route),))
 
-        self._run(sql, lambda mem: mem.count(deltas, last_route))
+        self._run(sql, lambda mem: mem.add_counts(by_day, last_route))
 
     def today(self) -> dict[str, Any]:
+        self._counts.flush()
         day = today()
 
         def sql(db: sqlite3.Connection) -> dict[str, Any]:
@@ -192,6 +195,7 @@ class SQLiteState(StateStore):
                 "detail": f"{self.path} unusable: cooldowns and counters are kept in this process's memory"}
 
     def close(self) -> None:
+        self._counts.close()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

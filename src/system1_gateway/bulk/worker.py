@@ -1,0 +1,72 @@
+"""One worker's gateway and what it does with a batch: the same per-line rules as
+`judge --jsonl` (a bad line gets its own invalid_request; the next line is still judged)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from .chunks import Chunk, read
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (Linux and macOS; 0 where unknown)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024, 1)
+
+
+class Worker:
+    """Holds one gateway, warmed once: a Ray actor, or a process of the local pool."""
+
+    def __init__(self, config: Any, provider: str | None):
+        from .. import providers
+        from ..core import Gateway
+
+        providers.serving_here = True  # this worker's own warm engine, never the user's daemon
+        self.provider = provider
+        self.gateway = Gateway(config, record=False)  # one summary, not an audit line per row
+        self.gateway.warm(provider)
+
+    def judge(self, path: str | Path, chunk: Chunk) -> dict[str, Any]:
+        """The chunk's result lines (one text, in order) and its tallies."""
+        lines: list[str] = []
+        codes: Counter[str] = Counter()
+        tokens = {"input_tokens": 0, "output_tokens": 0, "reported": 0}
+        for number, raw in read(path, chunk):
+            result = self._answer(number, raw)
+            error = result.get("error")
+            codes[error["code"] if error else "ok"] += 1
+            usage = result.get("usage") or {}
+            if usage.get("input_tokens") is not None or usage.get("output_tokens") is not None:
+                tokens["reported"] += 1
+                tokens["input_tokens"] += usage.get("input_tokens") or 0
+                tokens["output_tokens"] += usage.get("output_tokens") or 0
+            lines.append(json.dumps(result, ensure_ascii=False))
+        return {"index": chunk.index, "text": "".join(line + "\n" for line in lines), "rows": len(lines),
+                "codes": dict(codes), "tokens": tokens, "rss_mb": peak_rss_mb()}
+
+    def _answer(self, number: int, raw: bytes) -> dict[str, Any]:
+        from ..core import error_result
+        from ..errors import InvalidRequest
+
+        try:
+            payload = json.loads(raw.decode("utf-8-sig"))
+        except UnicodeDecodeError as exc:
+            return error_result("judge", InvalidRequest(f"line {number}: not UTF-8 text (byte {exc.start})"))
+        except (ValueError, RecursionError) as exc:
+            return error_result("judge", InvalidRequest(f"line {number}: invalid JSON: {exc}"))
+        result = self.gateway.judge(payload, provider=self.provider)
+        error = result.get("error")
+        if error and error.get("code") == "invalid_request":
+            error["message"] = f"line {number}: {error['message']}"
+        return result
+
+    def close(self) -> None:
+        self.gateway.close()
