@@ -18,7 +18,7 @@ from .config import Config
 from .errors import ConfigError, GatewayError
 from .logs import LOGGER
 from .model import SCHEMA_VERSION
-from .state import StateStore
+from .state.base import StateStore, iso
 
 log = logging.getLogger(LOGGER)
 
@@ -119,7 +119,7 @@ def status(config: Config, config_error: ConfigError | None, rungs: Rungs,
         "paused": toggle.paused(),
         "min_confidence": config.gateway.min_confidence,
         "rungs": rung_info,
-        "cooldowns": [{"rung": name, "reason": c.reason, "until": _iso(c.until), "remaining_s": round(c.remaining_s, 1),
+        "cooldowns": [{"rung": name, "reason": c.reason, "until": iso(c.until), "remaining_s": round(c.remaining_s, 1),
                        "target": c.key, "set_by": c.rung}
                       for name, c in ({} if config_error else cooling_rungs(state, rungs, order)).items()],
         "preferred_start": None if config_error else order[0],
@@ -127,7 +127,3 @@ def status(config: Config, config_error: ConfigError | None, rungs: Rungs,
         "state": state.describe(),
         **state.today(),
     }
-
-
-def _iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(epoch))

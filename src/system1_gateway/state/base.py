@@ -75,6 +75,11 @@ def today() -> str:
     return time.strftime("%Y-%m-%d")
 
 
+def iso(epoch: float) -> str:
+    """Local time with its offset, as status shows every instant."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(epoch))
+
+
 class StateStore(ABC):
     """The shared state of one deployment. Every method is safe from any thread and never
     raises for a storage failure (an implementation falls back and says so once)."""

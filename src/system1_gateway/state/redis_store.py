@@ -31,7 +31,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..logs import LOGGER
-from .base import COUNTERS, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, today
+from .base import COUNTERS, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, iso, today
 from .memory import MemoryState
 
 log = logging.getLogger(LOGGER)
@@ -285,7 +285,7 @@ class RedisState(StateStore):
         if self._memory is None:
             return {"backend": self.backend, "ok": True, "detail": f"{self.url} (prefix {self.prefix!r})",
                     "fallback_since": None}
-        since = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(self._since or time.time()))
+        since = iso(self._since or time.time())
         return {"backend": self.backend, "ok": False, "fallback_since": since,
                 "detail": f"{self.url} unreachable ({self._error}); this process keeps cooldowns and counters "
                           f"in memory and re-syncs when it is back"}

@@ -20,7 +20,7 @@ from typing import Any, Callable, TypeVar
 
 from ..logs import LOGGER
 from ..paths import state_dir
-from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, today
+from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, iso, today
 from .memory import MemoryState
 
 log = logging.getLogger(LOGGER)
@@ -191,7 +191,7 @@ class SQLiteState(StateStore):
     def describe(self) -> dict[str, Any]:
         if self._memory is None:
             return {"backend": self.backend, "ok": True, "detail": str(self.path), "fallback_since": None}
-        return {"backend": self.backend, "ok": False, "fallback_since": _iso(self._since),
+        return {"backend": self.backend, "ok": False, "fallback_since": iso(self._since or time.time()),
                 "detail": f"{self.path} unusable: cooldowns and counters are kept in this process's memory"}
 
     def close(self) -> None:
@@ -200,7 +200,3 @@ class SQLiteState(StateStore):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-
-def _iso(epoch: float | None) -> str | None:
-    return None if epoch is None else time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(epoch))
