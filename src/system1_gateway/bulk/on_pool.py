@@ -3,6 +3,7 @@ results written in input order as they complete."""
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -26,8 +27,14 @@ def _judge(path: str, chunk: Chunk) -> dict[str, Any]:
 
 def run(path: Path, chunks: Iterable[Chunk], config: Any, provider: str | None, workers: int,
         write: Callable[[dict[str, Any]], None]) -> None:
-    """At most 2 batches per process in flight, so memory and the loss on a crash stay bounded."""
-    with ProcessPoolExecutor(max_workers=workers, initializer=_start, initargs=(config, provider)) as pool:
+    """At most 2 batches per process in flight, so memory and the loss on a crash stay bounded.
+
+    Workers are spawned, never forked: a fork copies the caller's locks in whatever state its
+    other threads left them (the counter flusher, an engine's thread pool), and a child that
+    inherits a held lock hangs forever -- this hung a CI run. Spawn costs one import per worker."""
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=spawn, initializer=_start,
+                             initargs=(config, provider)) as pool:
         pending: deque[Future] = deque()
         for chunk in chunks:
             pending.append(pool.submit(_judge, str(path), chunk))
