@@ -231,6 +231,7 @@ def test_calibrate_labels_apply_cools_an_overconfident_engine_and_decisions_say_
     assert group["before"]["ece"] > 0.2 and group["after"]["ece"] < group["before"]["ece"]
     assert group["fit"]["provider"] == "mock" and group["fit"]["model"] == "mock-1"
     assert (tmp_path / "rel.png").stat().st_size > 10_000 and out[0]["plot"] == str(tmp_path / "rel.png")
+    assert out[0]["applied"] is True  # the JSON comes after the write and says it happened
     saved = json.loads(user_file(tmp_path).read_text())
     assert [f["question"] for f in saved["fits"]] == [Q_HASH]
     code, out, _ = run_cli("judge", input=json.dumps({"state": "build log 3", "questions": {"q": Q}}))

@@ -366,25 +366,26 @@ def _run(args: argparse.Namespace, console: Any) -> int:
     records = [r["record"] for r in rows_out if r.get("record") is not None]
     stamp = time.strftime("%Y%m%d-%H%M%S")
     png = plot(rows_out, answers, Path(args.plot) if args.plot else state_dir() / "calibration" / f"reliability-{stamp}.png")
-    if args.json:
-        print(json.dumps({"groups": report_json(rows_out), "rejected_lines": len(rejected),
-                          "unanswered": len(errors), "plot": png, "applied": False}, default=str))
-    else:
+    if not args.json:
         console.print(table(rows_out))
         if png:
             console.print(f"reliability diagram: {png}")
         elif records:
             console.print("no reliability diagram (matplotlib is missing: pip install 'system1-gateway\\[teach]')")
-    if not records:
-        console.print("no fit: every group needs at least 50 labels of two answers or more")
-        return EXIT_INVALID if rejected else EXIT_OK
-    target = user_path()
-    apply = args.apply or (not args.labels and sys.stdin.isatty() and _confirm(console, len(records), target))
-    if apply:
-        merge(records, target)
-        console.print(f"[green]applied[/green] {len(records)} fit(s) to {target} (a running daemon picks them up)")
+    applied = False
+    if records:
+        target = user_path()
+        applied = args.apply or (not args.labels and sys.stdin.isatty() and _confirm(console, len(records), target))
+        if applied:
+            merge(records, target)
+            console.print(f"[green]applied[/green] {len(records)} fit(s) to {target} (a running daemon picks them up)")
+        else:
+            console.print(f"not applied (--apply writes them to {target})")
     else:
-        console.print(f"not applied (--apply writes them to {target})")
+        console.print("no fit: every group needs at least 50 labels of two answers or more")
+    if args.json:  # printed last, so "applied" says what happened
+        print(json.dumps({"groups": report_json(rows_out), "rejected_lines": len(rejected),
+                          "unanswered": len(errors), "plot": png, "applied": bool(applied)}, default=str))
     return EXIT_INVALID if rejected else EXIT_OK
 
 
