@@ -69,7 +69,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--jsonl-sizes", default="1000,10000,100000", help="sizes also run through judge --jsonl")
     ap.add_argument("--heads", type=int, default=2000)
-    ap.add_argument("--out", help="write the rows as JSON here")
+    ap.add_argument("--runners", help="only these runners (comma list, e.g. 'pool 2 processes')")
+    ap.add_argument("--out", help="write the rows as JSON here (with --runners: replace only those rows)")
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bulk-bench-"))
     base = {**os.environ, "SYSTEM1_STATE_DIR": str(workdir / "state"), "XDG_CONFIG_HOME": str(workdir / "xdg"),
@@ -90,6 +91,8 @@ def main() -> int:
             kinds.append("judge --jsonl")
         if engine == "mock" and str(n) not in args.sizes.split(","):
             kinds = ["ray 2 actors", "judge --jsonl"]  # only for the crossover
+        if args.runners:
+            kinds = [k for k in kinds if k in args.runners.split(",")]
         for kind in kinds:
             row = {"engine": engine, **run_one(kind, source, workdir, env, n)}
             rows.append(row)
@@ -99,6 +102,10 @@ def main() -> int:
                   f"{row.get('rss_worker_mb', float('nan')):>8.1f}", flush=True)
         source.unlink()
     if args.out:
+        if args.runners and Path(args.out).exists():  # a partial re-run keeps the other rows, in order
+            fresh = {(r["engine"], r["rows"], r["runner"]): r for r in rows}
+            old = json.loads(Path(args.out).read_text())["rows"]
+            rows = [fresh.pop((r["engine"], r["rows"], r["runner"]), r) for r in old] + list(fresh.values())
         Path(args.out).write_text(json.dumps({"cpus": os.cpu_count(), "rows": rows}, indent=1) + "\n")
     return 0
 
