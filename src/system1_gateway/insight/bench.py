@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import statistics
 import sys
 import time
@@ -197,11 +198,16 @@ def plots(results: dict[str, Any], rows: list[dict[str, Any]], out: Path) -> lis
 
     written = []
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for provider, r in results.items():
-        if r["p50_ms"] is None or r["macro"] is None:
-            continue
-        ax.scatter([max(r["p50_ms"], 0.01)], [r["macro"]], s=60)
-        ax.annotate(provider, (max(r["p50_ms"], 0.01), r["macro"]), textcoords="offset points", xytext=(6, 4), fontsize=9)
+    placed: list[tuple[float, float]] = []  # (log10 x, y) of labels drawn so far
+    points = [(p, max(r["p50_ms"], 0.01), r["macro"]) for p, r in results.items()
+              if r["p50_ms"] is not None and r["macro"] is not None]
+    for provider, x, y in sorted(points, key=lambda point: -point[2]):
+        ax.scatter([x], [y], s=60)
+        # engines of similar speed and accuracy sit on top of each other: a label that would
+        # overlap one already drawn goes below its point instead
+        crowded = any(abs(math.log10(x) - lx) < 0.25 and abs(y - ly) < 0.05 for lx, ly in placed)
+        ax.annotate(provider, (x, y), textcoords="offset points", xytext=(6, -12 if crowded else 4), fontsize=9)
+        placed.append((math.log10(x), y))
     ax.set_xscale("log")
     ax.set(title="Accuracy against median latency", xlabel="median latency per decision (ms, log scale)",
            ylabel="macro accuracy over tasks", ylim=(0, 1.02))
