@@ -405,6 +405,10 @@ def test_evaluate_ready_and_not_ready_with_exit_codes_and_hand_computed_figures(
     assert "read_only: 90% accurate at the threshold 0.80 (needs 95%; n = 20)" in reasons
     assert "4 failed spawns with an outcome (needs 30" in reasons
     assert "NOT READY" in err
+    # its re-asks are a measurement, not traffic: no audit line, nothing counted for today
+    assert not (tmp_path / "state" / "logs" / "audit.jsonl").exists()
+    code, out, _ = run_cli("status")
+    assert code == 0 and out[0]["today"]["requests"] == 0, out[0]["today"]
 
 
 def test_evaluate_tells_a_weak_rule_from_a_weak_engine(tmp_path, write_config):

@@ -50,8 +50,10 @@ class Gateway:
                  record: bool = True):
         self.config = config or Config()  # defaults keep capabilities answerable when broken
         self.config_error = config_error
-        # `record`: one audit line and today's counters per request; `system1 bulk` turns it
-        # off (a million rows are one job, summarised once) and keeps cooldowns and notices.
+        # `record`: one audit line and today's counters per request. `system1 bulk` turns it
+        # off (a million rows are one job, summarised once), and so do bench, calibrate,
+        # evaluate and teach (their re-asks are measurements, not traffic); cooldowns and
+        # notices still apply.
         self.record = record
         self.state: StateStore = open_state(self.config.state.url, self.config.state.prefix)
         self.rungs = Rungs(self.config, providers)

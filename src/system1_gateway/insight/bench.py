@@ -107,7 +107,7 @@ def ask_all(items: list[dict[str, Any]], providers: list[str], cache: Cache, thr
 
     config = load_config()
     rows, failed = [], 0
-    with Gateway(config) as gw, Progress("{task.description}", BarColumn(), MofNCompleteColumn(),
+    with Gateway(config, record=False) as gw, Progress("{task.description}", BarColumn(), MofNCompleteColumn(),
                                          TimeRemainingColumn(), console=console, transient=True) as bar:
         for provider in providers:
             gw.override(provider, "--providers")  # an unknown rung fails before any work

@@ -85,7 +85,7 @@ def raw_answers(rows: list[tuple[Any, dict[str, Any], str, str]], provider: str 
         by_state.setdefault(json.dumps(state, sort_keys=True, ensure_ascii=False), []).append(i)
     out: list[dict[str, Any]] = []
     errors: list[str] = []
-    gw = Gateway(load_config(), calibration=Calibration.off())
+    gw = Gateway(load_config(), calibration=Calibration.off(), record=False)
     with gw, _progress(console, len(by_state), "asking the engine (calibration off)") as advance:
         chain = gw.chain(provider)
         distinct = {json.dumps(r[1], sort_keys=True): r[1] for r in rows}
@@ -298,7 +298,7 @@ def _propose_with(rung: str, items: list[Item], console: Any) -> None:
     from ..config import load_config
     from ..core import Gateway
 
-    with Gateway(load_config()) as gw, _progress(console, len(items), f"proposals from {rung}") as advance:
+    with Gateway(load_config(), record=False) as gw, _progress(console, len(items), f"proposals from {rung}") as advance:
         for item in items:
             advance()
             if not item.question:

@@ -93,7 +93,7 @@ class _Asker:
         from ..core import Gateway
 
         self.config = load_config()
-        self.gw = Gateway(self.config)
+        self.gw = Gateway(self.config, record=False)
         self.provider = provider
         self.gw.chain(provider)  # a bad --provider fails here, before any work
         self.questions = {name: {"builtin": name} for name in ROUTING_FEATURES}
@@ -167,7 +167,7 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     from ..config import load_config
     from ..core import Gateway
 
-    with Gateway(load_config()) as check:
+    with Gateway(load_config(), record=False) as check:
         check.chain(args.provider)  # a bad --provider fails here, before any engine loads
     per: dict[str, list[tuple[float, float, float, bool]]] = {name: [] for name in ROUTING_FEATURES}
     rule_engine: list[tuple[str, str, str | None]] = []

@@ -88,7 +88,7 @@ def zero_shot(groups: list[Group], progress: Any = None) -> dict[str, np.ndarray
     settings = {k: v for k, v in settings.items() if k in EmbeddedSettings.model_fields}
     provider = EmbeddedProvider("embedded", {**settings, "heads": False})
     out: dict[str, np.ndarray] = {}
-    with Gateway(Config(gateway=GatewaySettings(timeout_s=300, deadline_s=600)), providers={"embedded": provider}) as gw:
+    with Gateway(Config(gateway=GatewaySettings(timeout_s=300, deadline_s=600)), providers={"embedded": provider}, record=False) as gw:
         for g in groups:
             question = g.question.model_dump(mode="json", exclude_none=True)
             rows = []
