@@ -182,3 +182,16 @@ def test_a_killed_run_resumes_without_losing_or_repeating_rows(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["resumed_from"] == written
     assert [r["request_id"] for r in results(out)] == [f"r{i}" for i in range(400)]
+
+
+def test_a_script_without_a_main_guard_gets_told_how_to_fix_it(tmp_path):
+    # the pool spawns its processes, and each imports the calling script again: unguarded,
+    # that import calls bulk.run() once more and the worker dies while starting
+    source = write_input(tmp_path / "in.jsonl", 10)
+    script = tmp_path / "unguarded.py"
+    script.write_text("from system1_gateway import bulk\n"
+                      f"bulk.run({str(source)!r}, {str(tmp_path / 'out.jsonl')!r}, runner='pool', workers=1)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SYSTEM1_PROVIDER": "mock"})
+    assert done.returncode != 0
+    assert 'call it under `if __name__ == "__main__":`' in done.stderr, done.stderr[-2000:]

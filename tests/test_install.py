@@ -47,6 +47,7 @@ def home_env(tmp_path):
 
 
 @pytest.mark.models
+@pytest.mark.timeout(1800)  # two pip installs into a new venv, model preparation, smoke
 def test_install_smoke_register_uninstall_purge(home_env):
     require(CLAUDE.exists(), str(CLAUDE))
     require(PI.exists(), str(PI))

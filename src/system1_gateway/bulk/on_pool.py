@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -33,12 +34,18 @@ def run(path: Path, chunks: Iterable[Chunk], config: Any, provider: str | None, 
     other threads left them (the counter flusher, an engine's thread pool), and a child that
     inherits a held lock hangs forever -- this hung a CI run. Spawn costs one import per worker."""
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=spawn, initializer=_start,
-                             initargs=(config, provider)) as pool:
-        pending: deque[Future] = deque()
-        for chunk in chunks:
-            pending.append(pool.submit(_judge, str(path), chunk))
-            while len(pending) >= 2 * workers or (pending and pending[0].done()):
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=spawn, initializer=_start,
+                                 initargs=(config, provider)) as pool:
+            pending: deque[Future] = deque()
+            for chunk in chunks:
+                pending.append(pool.submit(_judge, str(path), chunk))
+                while len(pending) >= 2 * workers or (pending and pending[0].done()):
+                    write(pending.popleft().result())
+            while pending:
                 write(pending.popleft().result())
-        while pending:
-            write(pending.popleft().result())
+    except BrokenProcessPool as exc:  # what was written stays written: a rerun resumes
+        raise RuntimeError(
+            "a bulk worker process died (out of memory, killed, or a calling script that runs "
+            "bulk.run() at import: call it under `if __name__ == \"__main__\":`); "
+            "rerun to resume") from exc

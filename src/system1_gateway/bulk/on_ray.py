@@ -17,6 +17,9 @@ from .chunks import Chunk
 from .worker import Worker
 
 
+MAX_BLOCKS = 10_000  # 10 M rows at the default 1 000 rows per batch
+
+
 class _Actor:
     def __init__(self, config: Any, provider: str | None, path: str):
         self.worker = Worker(config, provider)
@@ -51,13 +54,14 @@ def run(path: Path, chunks: Iterable[Chunk], config: Any, provider: str | None, 
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
     context.enable_progress_bars = False  # ours is on the driver
-    items = [{"chunk": json.dumps(asdict(c))} for c in chunks]  # a few thousand small plans
+    items = [{"chunk": json.dumps(asdict(c))} for c in chunks]  # ≈ 100 bytes per batch
     if not items:
         return
     # One block per batch: an actor's output block is held whole until its input block is done,
     # so blocks of many batches made memory grow with the rows (actor 209 -> 669 MB from 10 k to
-    # 1 M rows with 4 blocks per actor); one batch per block keeps it flat (docs/scale.md).
-    dataset = ray.data.from_items(items, override_num_blocks=len(items))
+    # 1 M rows with 4 blocks per actor); one batch per block keeps it flat (docs/scale.md). The
+    # blocks are made up front on the driver, so past MAX_BLOCKS batches they hold several each.
+    dataset = ray.data.from_items(items, override_num_blocks=min(len(items), MAX_BLOCKS))
     judged = dataset.map_batches(
         _Actor, fn_constructor_kwargs={"config": config, "provider": provider, "path": str(path)},
         batch_size=1, batch_format="numpy", num_cpus=1,

@@ -375,7 +375,9 @@ def _run(args: argparse.Namespace, console: Any) -> int:
     applied = False
     if records:
         target = user_path()
-        applied = args.apply or (not args.labels and sys.stdin.isatty() and _confirm(console, len(records), target))
+        # --json is for scripts: it applies with --apply only, never asks
+        applied = args.apply or (not args.labels and not args.json and sys.stdin.isatty()
+                                 and _confirm(console, len(records), target))
         if applied:
             merge(records, target)
             console.print(f"[green]applied[/green] {len(records)} fit(s) to {target} (a running daemon picks them up)")

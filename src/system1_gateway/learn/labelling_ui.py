@@ -23,7 +23,7 @@ from rich.panel import Panel
 from .pending import Item, LabelStore
 
 SHOWN_CHARS = 900
-CHOICE_KEYS = "123456789abcdefghijklmnoprtvwxz"  # not s, u, q (commands), nor y (Enter accepts)
+CHOICE_KEYS = "123456789abcdefghijklmnoprtvwxz"  # not s, u, q (commands), nor y (yes on yes/no cards)
 
 
 def key_reader(stream: TextIO) -> Callable[[], str]:
