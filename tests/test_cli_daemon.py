@@ -34,6 +34,12 @@ from system1_gateway import __version__, daemon_files
 from system1_gateway.core import Gateway
 
 gateway = Gateway.from_environment()
+# Warm the judge path (its lazy imports) before the port file says "ready", as the real daemon
+# warms its engine: a hook's first call has a 1.5 s budget, and a cold first request under CI
+# load once missed it. The built-in mock answers, unrecorded: no engine, cooldown or counter.
+with Gateway(gateway.config, record=False) as warm:
+    warm.judge({"state": "warm-up", "questions": {"q": {"type": "noul", "instructions": "Warm?"}}},
+               provider="mock")
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
