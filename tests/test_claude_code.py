@@ -91,6 +91,9 @@ class ClaudeHome:
         return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
 
     def engine_requests(self) -> int:
+        # the daemon flushes its day's counters once a second (off the request path): wait
+        # out one flush so counts of an earlier test are in before this one is read
+        time.sleep(1.2)
         status = json.loads(self.system1("status").stdout)
         return status["today"]["requests"]
 
