@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from system1_gateway.state.base import FLUSH_EVERY_S
+
 from conftest import ROOT, require
 from mock_anthropic import MockAnthropic, last_user_blocks, tool_results, user_text
 
@@ -93,7 +95,7 @@ class ClaudeHome:
     def engine_requests(self) -> int:
         # the daemon flushes its day's counters once a second (off the request path): wait
         # out one flush so counts of an earlier test are in before this one is read
-        time.sleep(1.2)
+        time.sleep(FLUSH_EVERY_S + 0.2)
         status = json.loads(self.system1("status").stdout)
         return status["today"]["requests"]
 

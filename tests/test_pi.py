@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from system1_gateway.state.base import FLUSH_EVERY_S
+
 from conftest import ROOT, require
 from mock_openai_chat import MockOpenAIChat, text_of, tool_messages
 
@@ -71,7 +73,7 @@ class PiHome:
         return json.loads(proc.stdout)
 
     def judge_calls(self) -> int:
-        time.sleep(1.2)  # counters are flushed once a second: a late call must be seen
+        time.sleep(FLUSH_EVERY_S + 0.2)  # counters are flushed once a second: a late call must be seen
         return self.system1("status")["today"]["requests"]
 
 
