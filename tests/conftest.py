@@ -12,6 +12,42 @@ from ci_gate import (  # noqa: F401
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+# A developer's shortcut: test the source tree through an editable install. CI refuses it.
+SOURCE_OPT_IN = "SYSTEM1_TEST_SOURCE"
+
+
+def not_the_installed_wheel() -> str | None:
+    """Why the `system1_gateway` these tests import is not a regular (wheel) install, or None.
+
+    Users get the wheel, so the suite tests the wheel: an editable install or `src/` on the
+    path lets the source tree stand in for the package and hides files missing from it."""
+    import importlib.metadata
+    import sysconfig
+
+    import system1_gateway
+
+    here = Path(system1_gateway.__file__).resolve()
+    if ROOT / "src" in here.parents:
+        return f"system1_gateway was imported from the source tree ({here})"
+    site = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
+    if not any(folder in here.parents for folder in site):
+        return f"system1_gateway was imported from {here}, outside this interpreter's site-packages {sorted(site)}"
+    dist = importlib.metadata.distribution("system1-gateway")
+    direct = json.loads(dist.read_text("direct_url.json") or "{}")
+    if direct.get("dir_info", {}).get("editable"):
+        return f"system1-gateway is an editable install of {direct.get('url')}"
+    return None
+
+
+def pytest_configure(config):
+    problem = not_the_installed_wheel()
+    if problem is None:
+        return
+    if os.environ.get(SOURCE_OPT_IN) == "1" and os.environ.get("SYSTEM1_REQUIRE_CLIENTS") != "1":
+        return  # the developer asked for it; test_packaging still fails and says so
+    raise pytest.UsageError(
+        f"{problem}. The suite tests the installed wheel: run the README's command 2 "
+        f"(build, install the wheel, test), or set {SOURCE_OPT_IN}=1 to test the source tree (not in CI).")
 
 
 def _leftover_daemons(base: Path) -> list[int]:

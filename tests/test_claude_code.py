@@ -309,8 +309,9 @@ def test_the_plugin_adds_under_250_tokens_to_each_session(cc):
 
     added = plugin_context(cc)
     assert [line.split(":")[1] for line in added] == ["calibrate", "doctor", "report"], added
-    tokenizer = Tokenizer.from_file(str(ROOT / "src" / "system1_gateway" / "providers" / "embedded" / "minilm"
-                                        / "tokenizer.json"))
+    from system1_gateway.providers.embedded.assets import TOKENIZER_PATH
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
     tokens = len(tokenizer.encode("\n".join(added), add_special_tokens=False).ids)
     chars = sum(len(line) + 1 for line in added)
     print(f"\nplugin context: {len(added)} lines, {chars} characters, {tokens} WordPiece tokens")

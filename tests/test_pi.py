@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from system1_gateway import pi_install
 from system1_gateway.state.base import FLUSH_EVERY_S
 
 from conftest import ROOT, require
@@ -27,7 +28,7 @@ TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 PI = TOOLS / "pi" / "node_modules" / ".bin" / "pi"
 NODE22 = TOOLS / "node22" / "node_modules" / ".bin" / "node"
 TSC = TOOLS / "tsc" / "node_modules" / ".bin" / "tsc"
-EXTENSION = ROOT / "src" / "system1_gateway" / "pi_extension"
+EXTENSION = pi_install.source()  # the extension as the installed wheel ships it
 CLI = Path(sys.executable).parent / "system1"
 EXAMPLE = {"state": {"text": "The tests passed."}, "questions": {
     "passed": {"type": "bool", "instructions": "Did the tests pass?"},

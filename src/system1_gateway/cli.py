@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any, BinaryIO, NoReturn, TextIO
 
-from . import __version__
+from . import __codename__, __version__
 from .errors import INVALID_REQUEST
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -56,7 +56,7 @@ def _exit_code(result: dict[str, Any]) -> int:
 
 def _parser() -> _Parser:
     parser = _Parser(prog="system1", description="System-1 Gateway: fast typed decisions with probabilities.")
-    parser.add_argument("--version", action="version", version=f"system1-gateway {__version__}")
+    parser.add_argument("--version", action="version", version=f"system1-gateway {__version__} ({__codename__})")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def common(p: argparse.ArgumentParser, provider: bool = True) -> None:

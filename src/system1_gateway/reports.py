@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Any
 
-from . import __version__, builtins, providers, toggle
+from . import __codename__, __version__, builtins, providers, toggle
 from .chain import Rungs, ms
 from .chain import cooling as cooling_rungs
 from .config import Config
@@ -65,6 +65,7 @@ def capabilities(config: Config, config_error: ConfigError | None) -> dict[str, 
     return {
         "name": "system1-gateway",
         "version": __version__,
+        "codename": __codename__,
         "schema_versions": {"judge": SCHEMA_VERSION, "decide": SCHEMA_VERSION},
         "provider_chain": None if config_error else config.chain,
         "config_error": config_error.message if config_error else None,

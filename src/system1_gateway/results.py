@@ -202,6 +202,7 @@ class BuiltinEntry(BaseModel):
 class CapabilitiesResult(BaseModel):
     name: str
     version: str
+    codename: str = Field(description="the release's name (a chapter of *Thinking, Fast and Slow*)")
     schema_versions: dict[str, str]
     provider_chain: list[str] | None
     config_error: str | None
