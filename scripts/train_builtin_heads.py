@@ -34,7 +34,7 @@ from system1_gateway.providers.embedded.heads import SHIPPED_DIR, option_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "heads"
-SOURCES = {"destructive": ["commands-written", "commands-thirdparty", "commands-adversarial"],
+SOURCES = {"destructive": ["commands-written", "commands-thirdparty", "commands-adversarial", "commands-parts"],
            **{t: ["prompts-written-a", "prompts-written-b", "prompts-thirdparty"]
               for t in ("read_only", "design", "review", "specified")}}
 TASKS = list(SOURCES)
@@ -49,7 +49,14 @@ def grams(text: str) -> set[str]:
     return {t[i:i + 5] for i in range(max(1, len(t) - 4))}
 
 
-def load(task: str) -> tuple[list[dict], list[dict], dict]:
+def held_out(state: str, fraction: float) -> bool:
+    """A stable split of our own data: the same items are held out on every run."""
+    import hashlib
+
+    return fraction > 0 and int(hashlib.sha256(norm(state).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < fraction
+
+
+def load(task: str, holdout: float = 0.0) -> tuple[list[dict], list[dict], dict]:
     """(dev items, own items after deduplication, counts of what was dropped and why)."""
     dev = [json.loads(line) for line in (DATA / "dev" / "dev_builtins.jsonl").read_text().splitlines()
            if line.strip() and json.loads(line)["task"] == task]
@@ -64,6 +71,8 @@ def load(task: str) -> tuple[list[dict], list[dict], dict]:
             if not line.strip():
                 continue
             item = json.loads(line)
+            if held_out(item["state"], holdout):
+                continue
             key = norm(item["state"])
             if key in dev_norm:
                 dropped["same_as_dev"] += 1
@@ -91,6 +100,11 @@ def main() -> int:
     ap.add_argument("--zero-shot", type=Path, default=DATA / "dev" / "zero_shot.json",
                     help="the accurate tier's zero-shot answers to the dev items (benchmarks/heads_zero_shot.py)")
     ap.add_argument("--tasks", nargs="+", default=TASKS, choices=TASKS)
+    ap.add_argument("--holdout", type=float, default=0.0, metavar="F",
+                    help="leave out this fraction of our own data (a stable hash split) and write those items to "
+                         "--heads-dir/<task>.holdout.jsonl: a held-out set for benchmarks/guard.py")
+    ap.add_argument("--heads-dir", type=Path, metavar="DIR",
+                    help="write the heads here as user heads (<question hash>.npz) instead of the shipped ones")
     args = ap.parse_args()
     zs = json.loads(args.zero_shot.read_text())["items"] if args.zero_shot.exists() else {}
     engine = FastEngine(usable_cpus())
@@ -101,7 +115,14 @@ def main() -> int:
     for task in args.tasks:
         t0 = time.perf_counter()
         b = builtins.BUILTINS[task]
-        dev, own, dropped = load(task)
+        dev, own, dropped = load(task, args.holdout)
+        if args.holdout and args.heads_dir:
+            args.heads_dir.mkdir(parents=True, exist_ok=True)
+            with open(args.heads_dir / f"{task}.holdout.jsonl", "w") as out:
+                for source in SOURCES[task]:
+                    for line in (DATA / source / "examples.jsonl").read_text().splitlines():
+                        if line.strip() and held_out(json.loads(line)["state"], args.holdout):
+                            out.write(line + "\n")
         y_dev = np.array([0 if d["expected"] else 1 for d in dev])
         y_own = np.array([0 if d["expected"] else 1 for d in own])
         options = option_texts(parse_judge({"state": "", "questions": {"q": b.question()}}).questions["q"])
@@ -144,7 +165,9 @@ def main() -> int:
               f"{entry['head_cv']['accuracy']:>8.3f} {entry['head_cv']['ece']:>6.3f} "
               f"{cc.get('accuracy', float('nan')):>10.3f} {cc.get('escalated', float('nan')):>6.2f} "
               f"{zsa.get('ece', float('nan')):>7.3f}", flush=True)
-        if args.write:
+        if args.heads_dir:
+            head.save(args.heads_dir / f"{b.hash}.npz")
+        elif args.write:
             head.save(SHIPPED_DIR / f"{b.name}.npz")
     accs = [report[t]["head_cv"]["accuracy"] for t in args.tasks]
     all_p = np.vstack([p for p, _ in pooled])
@@ -153,8 +176,16 @@ def main() -> int:
     print(f"macro head cv accuracy {np.mean(accs):.3f}; ECE pooled over the {len(all_y)} dev items "
           f"{metrics.ece(all_p, all_y):.3f}, mean of per-question ECE "
           f"{np.mean([report[t]['head_cv']['ece'] for t in args.tasks]):.3f}")
-    if args.write:
-        (DATA / "metrics.json").write_text(json.dumps(report, indent=1) + "\n")
+    if args.write and not args.heads_dir:
+        path = DATA / "metrics.json"
+        if set(args.tasks) != set(TASKS) and path.exists():  # some tasks retrained: keep the others' figures
+            merged = json.loads(path.read_text())
+            merged.update({t: report[t] for t in args.tasks})
+            accs = [merged[t]["head_cv"]["accuracy"] for t in TASKS if t in merged]
+            merged["_pooled"] = {**merged.get("_pooled", {}), "macro_accuracy": round(float(np.mean(accs)), 4),
+                                 "note": "pooled ECE/Brier/NLL are from the last run that trained every task"}
+            report = merged
+        path.write_text(json.dumps(report, indent=1) + "\n")
     return 0
 
 

@@ -111,10 +111,12 @@ def test_capabilities_list_the_builtins():
 
 
 def test_cli_decide_builtin_is_the_short_form():
-    code, (out,), err = run_cli("decide", "--builtin", "destructive", "rm -rf build/", "--provider", "mock",
-                                "--min-confidence", "0")
+    code, (out,), err = run_cli("decide", "--builtin", "destructive", "./scripts/cleanup.sh build/", "--provider",
+                                "mock", "--min-confidence", "0")
     assert code == 0, err
     assert out["decision"] in ("yes", "no") and out["provider"] == "mock"
+    code, (ruled,), err = run_cli("decide", "--builtin", "destructive", "rm -rf build/", "--provider", "mock")
+    assert ruled["decision"] == "yes" and ruled["provider"] == "rules" and ruled["rationale"].startswith("part 1 of 1")
     code, (bad,), _ = run_cli("decide", "--builtin", "nosuch", "rm -rf build/", "--provider", "mock")
     assert code == 2 and "unknown built-in" in bad["error"]["message"]
 

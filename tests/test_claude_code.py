@@ -197,7 +197,8 @@ def test_the_mcp_tool_result_comes_back_in_the_next_request(cc):
     content = result["content"] if isinstance(result["content"], str) else result["content"][0]["text"]
     decision = json.loads(content)
     assert decision["status"] == "decided" and decision["decision"] == "yes", decision
-    assert decision["provider"] == "embedded" and decision["model"] == "head:destructive@1"
+    # a force-push is decided by the policy rules (docs/guard.md), with no engine call
+    assert decision["provider"] == "rules" and decision["model"] == "rule:git-push-force"
 
 
 def test_an_agent_spawn_is_recorded_with_the_chosen_model(cc):

@@ -121,23 +121,26 @@ def test_a_user_head_replaces_the_shipped_one(fast_provider, tmp_path):
     toy_head(DESTRUCTIVE.hash, name="mine", bias=(-3.0, 3.0)).save(user / f"{DESTRUCTIVE.hash}.npz")
     provider = EmbeddedProvider("embedded", {"tier": "fast"})
     provider._fast = fast_provider._fast_engine()
-    result = gateway_for(provider).judge({"state": "rm -rf /", "questions": {"d": {"builtin": "destructive"}}})
+    command = "make distclean"  # no policy rule decides it: the head does
+    result = gateway_for(provider).judge({"state": command, "questions": {"d": {"builtin": "destructive"}}})
     assert result["model"] == "head:mine"
     assert result["answers"]["d"]["p_true"] < 0.1  # the toy head's bias, not the shipped head
     (user / f"{DESTRUCTIVE.hash}.npz").unlink()  # removed: the shipped head answers again
-    result = gateway_for(provider).judge({"state": "rm -rf /", "questions": {"d": {"builtin": "destructive"}}})
+    result = gateway_for(provider).judge({"state": command, "questions": {"d": {"builtin": "destructive"}}})
     assert result["model"] == "head:destructive@1"
 
 
 # -- answers through the engine -------------------------------------------------------------------
 def test_builtin_questions_are_answered_by_their_heads_calibrated(fast_provider):
     gw = gateway_for(fast_provider)
-    result = gw.judge({"state": "rm -rf build/ node_modules/", "questions": {"d": {"builtin": "system1/destructive@1"}}})
+    # commands no policy rule decides (docs/guard.md): the head answers each part
+    result = gw.judge({"state": "make distclean", "questions": {"d": {"builtin": "system1/destructive@1"}}})
     assert result["status"] == "answered" and result["model"] == "head:destructive@1"
     answer = result["answers"]["d"]
-    assert answer["calibrated"] is True and answer["rationale"].startswith("embedded head:destructive@1:")
+    assert answer["calibrated"] is True and answer["model"] == "head:destructive@1"
+    assert answer["rationale"].startswith("part 1 of 1: make distclean: p(destructive) = ")
     assert answer["p_true"] > 0.5
-    safe = gw.judge({"state": "git status", "questions": {"d": DESTRUCTIVE.question()}})  # by text
+    safe = gw.judge({"state": "npm run lint", "questions": {"d": DESTRUCTIVE.question()}})  # by text
     assert safe["model"] == "head:destructive@1" and safe["answers"]["d"]["p_true"] < 0.5
 
 
@@ -161,14 +164,14 @@ def test_heads_work_without_the_accurate_tier(fast_provider, monkeypatch):
     monkeypatch.setattr(assets, "llm_available", lambda: False)
     provider = EmbeddedProvider("embedded", {})  # auto, as a base install has it
     provider._fast = fast_provider._fast_engine()
-    result = gateway_for(provider).judge({"state": "DROP TABLE users;", "questions": {"d": {"builtin": "destructive"}}})
+    result = gateway_for(provider).judge({"state": "make distclean", "questions": {"d": {"builtin": "destructive"}}})
     assert result["model"] == "head:destructive@1" and result["answers"]["d"]["p_true"] > 0.5
 
 
 def test_heads_can_be_switched_off(fast_provider):
     provider = EmbeddedProvider("embedded", {"tier": "fast", "heads": False})
     provider._fast = fast_provider._fast_engine()
-    result = gateway_for(provider).judge({"state": "ls", "questions": {"d": {"builtin": "destructive"}}})
+    result = gateway_for(provider).judge({"state": "npm run lint", "questions": {"d": {"builtin": "destructive"}}})
     assert result["model"] == "all-minilm-l6-v2-int8"
 
 

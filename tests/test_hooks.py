@@ -337,14 +337,18 @@ def test_agent_records_and_prints_nothing(write_config, tmp_path, start_daemon):
 
 
 # -- the guard ------------------------------------------------------------------------------
+# A command no policy rule decides: the (mock) engine's answer is what these tests are about.
+UNRULED = "./scripts/cleanup.sh --all"
+
 
 def test_guard_asks_with_a_reason_and_never_allows(write_config, tmp_path, start_daemon):
     config(write_config, tmp_path, guard={"enabled": True})
     start_daemon()
-    code, out, _ = hook("guard", {"tool_name": "Bash", "tool_input": {"command": "rm -rf ./build"}})
+    code, out, _ = hook("guard", {"tool_name": "Bash", "tool_input": {"command": UNRULED}})
     decision = out["hookSpecificOutput"]
     assert decision["hookEventName"] == "PreToolUse" and decision["permissionDecision"] == "ask"
     assert decision["permissionDecisionReason"].startswith("System-1 guard: this command reads as destructive (p = 0.90)")
+    assert "(part 1 of 1: ./scripts/cleanup.sh --all)" in decision["permissionDecisionReason"]
 
 
 def test_guard_says_nothing_when_the_answer_is_no(write_config, tmp_path, start_daemon):
@@ -356,12 +360,12 @@ def test_guard_says_nothing_when_the_answer_is_no(write_config, tmp_path, start_
 @pytest.mark.parametrize("policy, expected", [("ask", "ask"), ("open", None)])
 def test_guard_failure_policy_when_the_engine_is_down(write_config, tmp_path, start_daemon, policy, expected):
     config(write_config, tmp_path, guard={"enabled": True, "on_failure": policy, "budget_s": 0.5})
-    code, out, err = hook("guard", {"tool_input": {"command": "rm -rf ./build"}}, "--explain")  # no daemon
+    code, out, err = hook("guard", {"tool_input": {"command": UNRULED}}, "--explain")  # no daemon
     assert code == 0 and (out["hookSpecificOutput"]["permissionDecision"] if out else None) == expected
     assert "no daemon is running" in err
     write_config(Path(os.environ["SYSTEM1_CONFIG"]).read_text().replace('answer = "true"', 'mode = "fail"'))
     start_daemon()
-    code, out, err = hook("guard", {"tool_input": {"command": "rm -rf ./build"}}, "--explain")
+    code, out, err = hook("guard", {"tool_input": {"command": UNRULED}}, "--explain")
     assert (out["hookSpecificOutput"]["permissionDecision"] if out else None) == expected, err
 
 

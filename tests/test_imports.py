@@ -5,7 +5,7 @@ import sys
 
 from test_cli_daemon import start_daemon  # noqa: F401 - the fixture
 
-HEAVY = ["cyllama", "onnxruntime", "numpy", "httpx", "mcp", "tokenizers", "rich"]
+HEAVY = ["cyllama", "onnxruntime", "numpy", "httpx", "mcp", "tokenizers", "rich", "tree_sitter"]
 
 SCRIPT = """
 import sys
@@ -41,7 +41,7 @@ def test_building_the_embedded_provider_imports_no_runtime(tmp_path):
     assert proc.stdout.strip() == ""
 
 
-FAST_HEAVY = ["pydantic", "mcp", "numpy", "httpx", "rich", "fastapi", "uvicorn"]
+FAST_HEAVY = ["pydantic", "mcp", "numpy", "httpx", "rich", "fastapi", "uvicorn", "tree_sitter"]
 
 # `system1 decide` as the console script runs it, through the daemon; then what was imported.
 FAST_PATH = """

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import audit, overrides, reports, toggle
+from . import audit, overrides, reports, structured, toggle
 from .calibration import Calibration
 from .chain import NO_USAGE, Chain, Rungs, cooling, ms
 from .config import Config, load_config
@@ -111,6 +111,7 @@ class Gateway:
         a daemon or an MCP server does at start. Requests share the same load: one arriving
         meanwhile waits for it before its deadline starts. Never raises: whatever fails here
         is reported by the request that follows."""
+        structured.warm()
         try:
             first = self.chain(provider)[0]
         except GatewayError:
@@ -182,8 +183,17 @@ class Gateway:
         if toggle.paused():
             result = _judge_result(request.request_id, chain, started, answers=_paused_answers(request))
         else:
-            out = self._chain.run(request, chain, request.min_confidence, request.deadline_s or gw.deadline_s,
-                                  started, gw.min_confidence)
+            deadline_s = request.deadline_s or gw.deadline_s
+
+            def walk(req: JudgeRequest):  # every walk of one request shares its deadline
+                return self._chain.run(req, chain, request.min_confidence, deadline_s, started, gw.min_confidence)
+
+            shell = structured.shell_questions(request)
+            if shell:  # a shell command: judged in parts (structured.py)
+                bar = request.min_confidence if request.min_confidence is not None else gw.min_confidence
+                out = structured.run(request, shell, walk, bar)
+            else:
+                out = walk(request)
             result = _judge_result(
                 request.request_id, chain, started, answers=out.answers, provider=out.provider,
                 model=out.model, attempts=out.attempts, usage=out.usage,

@@ -35,7 +35,10 @@ class _AnswerBase(BaseModel):
     confidence: Probability = Field(description="Gateway confidence: max probability after calibration")
     engine_confidence: Probability | None = Field(default=None, description="The engine's own number, if any")
     abstained: bool
-    abstain_reason: Literal["below_threshold", "engine", "paused"] | None = None
+    abstain_reason: Literal["below_threshold", "engine", "paused", "opaque", "bounds"] | None = Field(
+        default=None, description="below_threshold: confidence under the bar; engine: the engine abstained; paused: "
+        "`system1 toggle off`; opaque: what runs cannot be known from the text (a shell command built at run time, "
+        "decoded or downloaded text fed to a shell); bounds: the evidence is past what is read")
     calibrated: bool
     calibration: CalibrationInfo | None = Field(default=None, description="the fit applied, if any")
     model: str | None = Field(default=None, description="the engine model that answered this question")
@@ -54,9 +57,22 @@ class RefusalAnswer(BaseModel):
     rationale: str | None = None
 
 
+class DecidingPart(BaseModel):
+    """For a question read in parts (the `destructive` built-in of a shell command): the part
+    that decided the answer (or that could not be read), and nothing else of the evidence."""
+
+    model_config = ConfigDict(extra="forbid")
+    index: int = Field(ge=1)
+    of: int = Field(ge=1, description="parts read")
+    text: str = Field(description="the part, shortened to 160 characters")
+    rule: str | None = Field(description="the policy rule that decided it, or null (the engine did)")
+    destructive: bool | None = Field(description="null when the part could not be judged")
+
+
 class NoulAnswer(_AnswerBase):
     type: Literal["noul"]
     p_true: Probability
+    part: DecidingPart | None = None
 
 
 class ChoiceAnswer(_AnswerBase):

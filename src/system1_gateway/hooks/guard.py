@@ -2,15 +2,17 @@
 
     <venv python> -I -m system1_gateway.hooks.guard [--explain] < hook-input.json
 
-Asks the built-in `destructive` question of the command. When the answer is yes at or above
-`[guard] min_confidence`, it returns `permissionDecision: "ask"` with a one-line reason, so
+Asks the built-in `destructive` question of the command; the gateway reads the command in
+parts (docs/guard.md). When the answer is yes at or above `[guard] min_confidence`, or
+*unsure* (abstained because what runs cannot be known from the text, or the engine abstained),
+it returns `permissionDecision: "ask"` with a one-line reason naming the deciding part, so
 the user confirms before the command runs. It never allows (Claude Code's own permission
 rules still apply to everything it lets through) and never rewrites the command.
 
 When the engine cannot answer (no daemon, down, timed out, an error), `[guard] on_failure`
 decides: "ask" (the default: the user is asked rather than the command silently passing) or
 "open" (say nothing). The command is evidence: it is sent as data, and the reason shown is
-built from fixed words and the confidence only.
+built from fixed words, the confidence and the deciding part (shortened), never more of it.
 """
 
 from __future__ import annotations
@@ -62,18 +64,47 @@ def body(run: Run) -> dict[str, Any] | None:
     if not isinstance(answer, dict) or not isinstance(answer.get("p_true"), (int, float)):
         return failed(run, "no usable answer")
     p_true = float(answer["p_true"])
+    # Unsure is not safe: an answer the engine (or the reading of the command) abstained on
+    # asks, whatever its probability. Only a confidence under the bar is left to the bar.
+    unsure = bool(answer.get("abstained")) and answer.get("abstain_reason") in UNSURE
     destructive = p_true >= 0.5 and max(p_true, 1 - p_true) >= guard["min_confidence"]
-    run.say(f"destructive p = {p_true:.3f}; " + ("ask" if destructive else "no decision"))
+    run.say(f"destructive p = {p_true:.3f}" + (f", unsure ({answer.get('abstain_reason')})" if unsure else "")
+            + "; " + ("ask" if destructive or unsure else "no decision"))
     if common.logs_here(run, run.text("cwd")):
         common.append_log(run, {**common.base_record(run, "guard"), "command": command,
                                 "tool_use_id": run.text("tool_use_id") or None,
                                 "features": {"destructive": {"answer": p_true >= 0.5,
                                                              "confidence": round(max(p_true, 1 - p_true), 4)}},
-                                "asked": destructive})
+                                "asked": destructive or unsure})
+    if unsure:
+        return ask(f"System-1 guard: cannot tell what this command does{_where(answer)}: "
+                   f"{_reason(answer)}. Confirm before it runs.")
     if not destructive:
         return None
-    return ask(f"System-1 guard: this command reads as destructive (p = {p_true:.2f}): it may delete or "
-               "overwrite data. Confirm before it runs.")
+    return ask(f"System-1 guard: this command reads as destructive (p = {p_true:.2f}){_where(answer)}: "
+               f"{_reason(answer, 'it may delete or overwrite data')}. Confirm before it runs.")
+
+
+UNSURE = ("opaque", "engine", "bounds", "refused")
+
+
+def _where(answer: dict[str, Any]) -> str:
+    """` (part 3 of 3: rm -rf ~)` for a command read in parts, else ''."""
+    part = answer.get("part")
+    if not isinstance(part, dict) or not isinstance(part.get("text"), str):
+        return ""
+    return f" (part {part.get('index')} of {part.get('of')}: {part['text'][:120]})"
+
+
+def _reason(answer: dict[str, Any], default: str = "the engine abstained") -> str:
+    """Why, from the rationale after the part (`rule rm: deletes files…`, `opaque: …`)."""
+    rationale = answer.get("rationale")
+    if isinstance(rationale, str) and answer.get("part"):
+        text = str(answer["part"].get("text") or "")
+        why = rationale.split(f"{text}: ", 1)[1] if f"{text}: " in rationale else ""
+        if why:
+            return why[:300]
+    return default
 
 
 if __name__ == "__main__":

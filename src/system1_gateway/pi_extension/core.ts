@@ -119,7 +119,7 @@ export function orderOf(data: unknown): string[] {
 
 function toolGateOf(obj: Record<string, unknown> | null): ToolGate {
 	const gate = obj?.toolGate;
-	const out: ToolGate = { enabled: false, minConfidence: 0.8 };
+	const out: ToolGate = { enabled: false, minConfidence: 0.7 }; // the Claude Code guard's default
 	if (gate && typeof gate === "object" && !Array.isArray(gate)) {
 		const g = gate as Record<string, unknown>;
 		if (typeof g.enabled === "boolean") out.enabled = g.enabled;

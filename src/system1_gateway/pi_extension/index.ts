@@ -282,11 +282,18 @@ export default function system1(pi: ExtensionAPI) {
 		if (!call?.result) return closed(call?.error ?? "no answer");
 		tell(ctx, call.result);
 		if (call.result.status !== "answered") return closed(core.summary(call.result));
-		const answer = (call.result.answers as Record<string, { p_true?: number }>).destructive;
+		type GateAnswer = { p_true?: number; abstained?: boolean; abstain_reason?: string | null; part?: { index: number; of: number; text: string } | null };
+		const answer = (call.result.answers as Record<string, GateAnswer>).destructive;
 		const p = typeof answer?.p_true === "number" ? answer.p_true : NaN;
 		if (!Number.isFinite(p)) return closed("no usable answer");
-		if (!(p >= 0.5 && Math.max(p, 1 - p) >= settings.toolGate.minConfidence)) return undefined;
-		const reason = `System 1 tool gate: this command reads as destructive (p = ${p.toFixed(2)}).`;
+		// Unsure is not safe: a command whose effect cannot be read from its text (opaque), or
+		// that the engine abstained on, is confirmed like a destructive one.
+		const unsure = answer?.abstained === true && ["opaque", "engine", "bounds", "refused"].includes(answer.abstain_reason ?? "");
+		if (!unsure && !(p >= 0.5 && Math.max(p, 1 - p) >= settings.toolGate.minConfidence)) return undefined;
+		const where = answer?.part ? ` (part ${answer.part.index} of ${answer.part.of}: ${answer.part.text})` : "";
+		const reason = unsure
+			? `System 1 tool gate: cannot tell what this command does${where} (${answer?.abstain_reason}).`
+			: `System 1 tool gate: this command reads as destructive (p = ${p.toFixed(2)})${where}.`;
 		if (ctx.hasUI && (await ctx.ui.confirm("System 1: destructive command", `${reason}\n\n${command}\n\nRun it?`))) return undefined;
 		return { block: true, reason: `${reason} Blocked${ctx.hasUI ? " (not confirmed)" : " (no one to confirm in headless mode)"}.` };
 	});

@@ -1,0 +1,186 @@
+"""The reviewed rules of `policy.json`: the `destructive@1` policy for well-known tools.
+
+`decide(part)` answers a part when the rules know it: destructive (with the rule's id and
+why), safe, or None (the engine judges it). Inline code that deletes (`inline.py`'s
+findings) and a redirection over a system or shell-startup file are destructive whatever the
+command; a part that overwrites any other file is never *safe* by rule (the engine judges
+it). Rules match on the command's name (after its path), its subcommand words, flags (a
+one-letter flag also matches inside a cluster: `-f` in `-rf`) and argument patterns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .read import Part
+
+POLICY_PATH = Path(__file__).with_name("policy.json")
+
+# A redirection over one of these is destructive whatever the command (system files, shell
+# start-up and credential files, block devices).
+SENSITIVE_TARGET = re.compile(
+    r"^(/(etc|boot|usr|bin|sbin|lib|lib32|lib64|opt|var/lib|var/spool|System|Library|private/etc|root)(/|$)"
+    r"|/dev/(sd|nvme|hd|vd|xvd|disk|mmcblk|mapper/|md)"
+    r"|(~|\$HOME|\$\{HOME\})?/?\.(bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv|zlogin|cshrc|tcshrc"
+    r"|gitconfig|npmrc|yarnrc|netrc|pypirc|pgpass|my\.cnf|vimrc|tmux\.conf|inputrc|ssh/|gnupg/|aws/|kube/|docker/"
+    r"|config/(fish|git|gh|gcloud)/))")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    destructive: bool | None  # None: no rule knows this part; the engine judges it
+    rule: str | None
+    why: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    verdict: str
+    why: str
+    commands: frozenset[str]
+    sub: tuple[tuple[str, ...], ...]
+    flags_any: tuple[str, ...]
+    flags_none: tuple[str, ...]
+    args_any: tuple[re.Pattern[str], ...]
+    verb_re: re.Pattern[str] | None
+    sub_re: re.Pattern[str] | None
+    min_args: int
+    last_arg: re.Pattern[str] | None
+    container: bool
+    raw: dict[str, Any]
+
+
+class Policy:
+    def __init__(self, data: dict[str, Any]):
+        self.globals = {tool: frozenset(values) for tool, values in data.get("globals", {}).items()}
+        self.rules = [_rule(r) for r in data["rules"]]
+        ids = [r.id for r in self.rules]
+        if len(ids) != len(set(ids)):
+            raise ValueError("policy.json: rule ids must be unique")
+        self.by_command: dict[str, list[Rule]] = {}
+        for rule in self.rules:  # a rule for every command ("*") keeps its place in the order
+            for name in rule.commands:
+                self.by_command.setdefault(name, []).append(rule)
+        anywhere = [r for r in self.rules if "*" in r.commands]
+        for name, rules in self.by_command.items():
+            order = {id(r): i for i, r in enumerate(self.rules)}
+            merged = {id(r): r for r in rules + anywhere}
+            rules[:] = sorted(merged.values(), key=lambda r: order[id(r)])
+        self.anywhere = anywhere
+
+    def match(self, part: Part) -> Rule | None:
+        """The first rule that decides this part, or None."""
+        name = part.name
+        if part.container:
+            return next((r for r in self.rules if r.container), None)
+        if name is None:
+            return None
+        base = name.rsplit("/", 1)[-1]
+        for rule in self.by_command.get(base) or self.by_command.get(name) or self.anywhere:
+            if self._applies(rule, base, part.words):
+                return rule
+        return None
+
+    def _applies(self, rule: Rule, base: str, words: list[str | None]) -> bool:
+        args = words[1:]
+        flags = [w for w in args if w is not None]
+        plain = [w for w in args if w is not None and not w.startswith("-")]
+        if rule.sub or rule.verb_re is not None:
+            # subcommands come after the tool's global options (`git -C repo push`, `kubectl -n x delete`)
+            values = self.globals.get(base, frozenset())
+            i = 0
+            while i < len(args) and isinstance(args[i], str) and args[i].startswith("-") and args[i] != "--":
+                i += 2 if args[i] in values else 1
+            rest = args[i:]
+            plain = [w for w in rest if w is not None and not w.startswith("-")]
+            if rule.sub and not self._sub(rule, rest, plain):
+                return False
+            if rule.sub:
+                plain = plain[1:]
+            if rule.verb_re is not None and not any(rule.verb_re.match(w) for w in plain[:3]):
+                return False
+        if rule.sub_re is not None and not rule.sub_re.search(" " + " ".join(flags) + " "):
+            return False
+        if rule.flags_any and not any(_has_flag(w, f) for w in flags for f in rule.flags_any):
+            return False
+        if rule.flags_none and any(_has_flag(w, f) for w in flags for f in rule.flags_none):
+            return False
+        if rule.args_any and not any(p.search(w) for w in flags for p in rule.args_any):
+            return False
+        if rule.min_args and len(plain) < rule.min_args:
+            return False
+        if rule.last_arg is not None:
+            targets = [w for w in args if w is not None and not w.startswith("-")]
+            if len(targets) < 2 or not rule.last_arg.search(targets[-1]):
+                return False
+        return True
+
+    @staticmethod
+    def _sub(rule: Rule, rest: list[str | None], plain: list[str]) -> bool:
+        for tokens in rule.sub:
+            pool = rest if any(t.startswith("-") for t in tokens) else plain
+            if list(pool[:len(tokens)]) == list(tokens):
+                return True
+        return False
+
+
+def _has_flag(word: str, flag: str) -> bool:
+    if word == flag or (flag.startswith("--") and word.startswith(flag + "=")):
+        return True
+    if len(flag) == 2 and flag[0] == "-" and flag[1] != "-" and re.fullmatch(r"-[A-Za-z]{2,}", word):
+        return flag[1] in word[1:]
+    return False
+
+
+def _rule(raw: dict[str, Any]) -> Rule:
+    if raw.get("verdict") not in ("destructive", "safe"):
+        raise ValueError(f"policy.json: rule {raw.get('id')!r} needs verdict destructive or safe")
+    return Rule(
+        id=raw["id"], verdict=raw["verdict"], why=raw["why"], commands=frozenset(raw.get("commands", ())),
+        sub=tuple(tuple(s.split()) for s in raw.get("sub", ())), flags_any=tuple(raw.get("flags_any", ())),
+        flags_none=tuple(raw.get("flags_none", ())), args_any=tuple(re.compile(p) for p in raw.get("args_any", ())),
+        verb_re=re.compile(raw["verb_re"]) if raw.get("verb_re") else None,
+        sub_re=re.compile(r"(?<![\w-])" + raw["sub_re"] + r"(?![\w-])") if raw.get("sub_re") else None,
+        min_args=int(raw.get("min_args", 0)), container=bool(raw.get("container")),
+        last_arg=re.compile(raw["last_arg"]) if raw.get("last_arg") else None, raw=raw)
+
+
+_POLICY: Policy | None = None
+
+
+def policy() -> Policy:
+    global _POLICY
+    if _POLICY is None:
+        _POLICY = Policy(json.loads(POLICY_PATH.read_text(encoding="utf-8")))
+    return _POLICY
+
+
+def decide(part: Part) -> Verdict:
+    """What the rules say of one (non-opaque) part."""
+    if part.findings:
+        rule, why = part.findings[0]
+        return Verdict(True, rule, why)
+    for target in part.writes:
+        if target is not None and SENSITIVE_TARGET.match(target):
+            return Verdict(True, "redirect-system-file", f"overwrites {target}")
+    for target in part.appends:
+        if SENSITIVE_TARGET.match(target):
+            return Verdict(True, "redirect-system-file", f"changes {target}")
+    if part.writes and (part.name in (":", "true") or not part.words):
+        return Verdict(True, "redirect-truncate", f"empties {part.writes[0] or 'a file'}")
+    for target in part.writes:
+        if target is not None and target in part.words[1:]:
+            return Verdict(True, "redirect-same-file", f"empties {target} before reading it (`> {target}`)")
+    rule = policy().match(part)
+    if rule is not None and rule.verdict == "destructive":
+        return Verdict(True, rule.id, rule.why)
+    if part.writes:
+        return Verdict(None, None, "it overwrites a file: the engine judges whether that destroys anything")
+    if rule is not None:
+        return Verdict(False, rule.id, rule.why)
+    return Verdict(None, None, "")

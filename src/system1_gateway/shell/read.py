@@ -1,0 +1,586 @@
+"""Every simple command a shell command line would run, from tree-sitter's bash grammar.
+
+`read(text)` returns a `Reading`: the parts in the order they appear (a part is one simple
+command after its wrappers are taken off: `sudo env X=1 rm -rf ~` is the part `rm -rf ~`,
+reached via `sudo`, `env`), and why the reading is incomplete when it is (bounds, parse
+errors). The grammar is error-tolerant: a broken command still yields the parts it has, and
+`Reading.broken` says the tree had errors (the caller then also judges the raw text).
+
+What runs is found through: `&&`, `||`, `;`, `&`, newlines, pipelines, subshells, groups,
+`if`/`for`/`while`/`case` bodies and function bodies; `$(…)`, backticks and `<(…)`/`>(…)` in
+any word, assignment or unquoted heredoc body; `VAR=value` prefixes; the wrappers of
+`wrappers.py`; shell strings (`bash -c`, `sh -c`, `su -c`, `eval`, `ssh host '…'`, `watch`,
+`env -S`), heredocs and here-strings fed to a shell, and literal `echo`/`printf` text piped
+into one; `find -exec/-execdir/-ok/-okdir`; and inline interpreter code (`inline.py`).
+
+Opaque (what runs cannot be known from the text): a command name that is not a literal word
+(`$(printf r)m`, `"$CMD"`, `${x}`), a shell fed from anything but literal text (`base64 -d |
+sh`, `curl … | bash`, `bash <(curl …)`), `eval` of a variable, a shell string built at run
+time, and a command name with characters outside ASCII after NFKC normalisation (look-alikes).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass, field
+
+from . import inline, wrappers
+
+MAX_BYTES = 32_768  # parsed whole; beyond it the rest of the command is unsure
+MAX_PARTS = 256
+MAX_DEPTH = 8  # shell strings inside shell strings
+MAX_NODE_DEPTH = 100  # syntax nesting ($( inside $( …): deeper is unsure, never a RecursionError
+PARSE_BUDGET_S = 0.05  # tree-sitter's error recovery is super-linear on junk (`)))…`): bounded
+
+_LANGUAGE = None
+_local = threading.local()  # a tree-sitter Parser is not re-entrant: one per thread
+
+
+def _parser():
+    """tree-sitter's bash parser (imported here only: the hooks never load it)."""
+    global _LANGUAGE
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        import tree_sitter
+        import tree_sitter_bash
+
+        if _LANGUAGE is None:
+            _LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
+        parser = _local.parser = tree_sitter.Parser(_LANGUAGE)
+    return parser
+
+
+def _parse(data: bytes):
+    """The syntax tree, or None when parsing ran past its time budget."""
+    parser = _parser()
+    deadline = time.perf_counter() + PARSE_BUDGET_S
+    try:
+        return parser.parse(lambda offset, _point: data[offset:offset + 65536],
+                            progress_callback=lambda *_: time.perf_counter() > deadline)
+    except ValueError:  # cancelled; without reset() the next parse would resume this one
+        parser.reset()
+        return None
+
+
+@dataclass
+class Part:
+    """One simple command that would run."""
+
+    words: list[str | None]  # argv; None where a word is built at run time
+    texts: list[str]  # each word as written (quotes kept)
+    redirects: str = ""  # its redirections as written, each after a space
+    via: tuple[str, ...] = ()  # the wrappers and shells it was reached through
+    writes: list[str | None] = field(default_factory=list)  # files a `>`-like redirection overwrites
+    appends: list[str] = field(default_factory=list)  # files `>>` adds to (their content is kept)
+    opaque: str | None = None  # why what runs here cannot be known
+    findings: list[tuple[str, str]] = field(default_factory=list)  # (rule id, why) from inline code
+    stdin: str | None = None  # literal text fed on stdin (heredoc, here-string, echo | …)
+    container: bool = False  # it only runs a shell string whose commands are parts of their own
+
+    @property
+    def name(self) -> str | None:
+        return self.words[0] if self.words else None
+
+    @property
+    def text(self) -> str:
+        """What the engine is shown: the words as written, then the redirections. The same
+        command reads alike alone, chained, or under `sudo`/`bash -c`."""
+        return (" ".join(self.texts) + self.redirects).strip()
+
+    def slice(self, start: int, end: int | None = None, via: str = "") -> "Part":
+        """The argv a wrapper runs (`sudo rm -rf ~` → `rm -rf ~`), with this part's redirections."""
+        end = len(self.words) if end is None else end
+        return Part(words=self.words[start:end], texts=self.texts[start:end], redirects=self.redirects,
+                    via=self.via + ((via,) if via else ()), writes=self.writes, appends=self.appends,
+                    stdin=self.stdin)
+
+    def stdout(self) -> str | None:
+        """What it writes on stdout when that is fixed text (`echo …`, `printf …`, `cat <<EOF`)."""
+        name = (self.name or "").rsplit("/", 1)[-1]
+        if any(w is None for w in self.words):
+            return None
+        if name == "echo":
+            return " ".join(w for w in self.words[1:] if not re.fullmatch(r"-[neE]+", w or "")) + "\n"
+        if name == "printf" and len(self.words) >= 2:
+            return " ".join(self.words[1:])  # type: ignore[arg-type]
+        if name == "cat" and len(self.words) == 1 and self.stdin is not None:
+            return self.stdin
+        return None
+
+
+@dataclass
+class Reading:
+    parts: list[Part] = field(default_factory=list)
+    unsure: list[str] = field(default_factory=list)  # bounds passed
+    broken: bool = False  # the parse tree had errors
+    # With errors: the smallest statements that hold them, as written (judged whole by the
+    # engine, so that what the grammar could not read is not diluted by what it could).
+    unread: list[str] = field(default_factory=list)
+
+
+# Look-alike letters (Unicode confusables of Latin letters in command names), for the message:
+# any non-ASCII letter left after NFKC makes the name opaque whatever it looks like.
+_LOOKALIKES = str.maketrans({
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
+    "м": "m", "т": "t", "к": "k", "н": "h", "в": "b", "һ": "h", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ɡ": "g",
+    "ο": "o", "α": "a", "ρ": "p", "ν": "v", "ι": "i", "κ": "k", "τ": "t", "υ": "u", "χ": "x", "ε": "e",
+})
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_DEV_NULL = re.compile(r"^/dev/(null|zero|stdout|stderr|tty|fd/\d+|pts/\d+)$")
+
+
+def read(text: str) -> Reading:
+    reading = Reading()
+    _Reader(reading, 0, ()).run(text)
+    return reading
+
+
+class _Reader:
+    def __init__(self, reading: Reading, depth: int, via: tuple[str, ...]):
+        self.reading = reading
+        self.depth = depth
+        self.via = via
+        self.src = b""
+        self.appended: list[str] = []  # `>>` targets seen while reading the current command
+
+    # -- entry ----------------------------------------------------------------------------
+    def run(self, text: str) -> None:
+        if self.depth > MAX_DEPTH:
+            self.unsure(f"shell strings nested deeper than {MAX_DEPTH}")
+            return
+        if "\x00" in text:  # no shell passes a NUL on; tree-sitter's recovery from them never ends
+            self.unsure("the command contains NUL bytes")
+            self.reading.broken = True
+            text = text.replace("\x00", " ")
+        data = text.encode("utf-8", "replace")
+        if len(data) > MAX_BYTES:
+            self.unsure(f"the command is longer than {MAX_BYTES} bytes: only the first {MAX_BYTES} were read")
+            data = data[:MAX_BYTES]
+        self.src = data
+        tree = _parse(data)
+        if tree is None:
+            self.unsure(f"the command could not be parsed within {PARSE_BUDGET_S * 1000:g} ms")
+            self.reading.broken = True
+            return
+        if tree.root_node.has_error:
+            self.reading.broken = True
+            if self.depth == 0:
+                self.reading.unread = self.unread(tree.root_node) or [text]
+        self.walk(tree.root_node, 0)
+
+    def unread(self, root) -> list[str]:
+        """The statements holding parse errors: an ERROR node with the statement before it
+        (`echo 'unterminated`), or the smallest list or pipeline element that holds one."""
+        found: list[str] = []
+        stack = [root]
+        while stack and len(found) < MAX_PARTS:
+            node = stack.pop()
+            if node.type not in ("program", "list", "pipeline", "compound_statement", "subshell", "do_group"):
+                found.append(self.text(node))
+                continue
+            previous = None
+            for child in node.named_children:
+                if child.type == "ERROR" or child.is_missing:
+                    while previous is not None and previous.type in ("list", "pipeline") and previous.named_children:
+                        previous = previous.named_children[-1]  # only the statement right before it
+                    start = previous.start_byte if previous is not None and previous.type != "comment" else child.start_byte
+                    found.append(self.src[start:child.end_byte].decode("utf-8", "replace"))
+                elif child.has_error:
+                    stack.append(child)
+                previous = child
+        return [s.strip() for s in found if s.strip()]
+
+    def unsure(self, why: str) -> None:
+        if why not in self.reading.unsure:
+            self.reading.unsure.append(why)
+
+    def add(self, part: Part) -> None:
+        if len(self.reading.parts) >= MAX_PARTS:
+            self.unsure(f"more than {MAX_PARTS} commands: the rest were not read")
+            return
+        self.reading.parts.append(part)
+
+    def text(self, node) -> str:
+        return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+    # -- statements -------------------------------------------------------------------------
+    def walk(self, node, level: int, stdin: str | None = None, producer: Part | None = None) -> Part | None:
+        """Read `node`; return the last top-level part it ran (for redirections and pipes)."""
+        if level > MAX_NODE_DEPTH:
+            self.unsure(f"the command nests deeper than {MAX_NODE_DEPTH} levels")
+            return None
+        kind = node.type
+        if kind == "command":
+            return self.command(node, level, [], stdin, producer)
+        if kind == "redirected_statement":
+            return self.redirected(node, level, stdin, producer)
+        if kind == "pipeline":
+            return self.pipeline(node.named_children, level, stdin, producer)
+        if kind in ("comment", "heredoc_body", "heredoc_start", "heredoc_end"):
+            return None
+        last = None
+        for child in node.named_children:
+            got = self.walk(child, level + 1)
+            last = got or last
+        return last
+
+    def pipeline(self, commands, level: int, stdin: str | None = None, producer: Part | None = None) -> Part | None:
+        last = producer
+        for i, child in enumerate(commands):
+            last = self.walk(child, level + 1, stdin if i == 0 else None, last if (i or producer) else None)
+        return last
+
+    def redirected(self, node, level: int, stdin: str | None, producer: Part | None) -> Part | None:
+        body = node.child_by_field_name("body")
+        redirects = node.children_by_field_name("redirect")
+        if body is None:  # a bare `> file` truncates it
+            writes, _ = self.redirections(redirects, level)
+            part = Part(words=[], texts=[], redirects=self.shown(redirects), via=self.via, writes=writes)
+            self.add(part)
+            return part
+        if body.type == "command":
+            part = self.command(body, level + 1, redirects, stdin, producer)
+        else:
+            # The grammar hangs a heredoc written after `a && cat` on the whole list; a shell
+            # gives it (and any redirection) to the last command: read the body, then attach.
+            before = len(self.reading.parts)
+            part = self.walk(body, level + 1, stdin, producer) if body is not None else None
+            if part is not None and len(self.reading.parts) > before:
+                self.attach(part, redirects, level)
+        return self.after_redirects(part, redirects, level)
+
+    def attach(self, part: Part, redirects, level: int) -> None:
+        self.appended = []
+        writes, fed = self.redirections(redirects, level)
+        part.writes.extend(writes)
+        part.appends.extend(self.appended)
+        self.appended = []
+        part.redirects += self.shown(redirects)
+        if fed is not None and part.stdin is None:
+            part.stdin = fed
+            if not part.opaque:
+                self.feed(part, fed, level)
+
+    def after_redirects(self, part: Part | None, redirects, level: int) -> Part | None:
+        """`cat <<EOF | sh`: the grammar puts the pipeline after a heredoc inside the redirect."""
+        for redirect in redirects:
+            for child in redirect.named_children:
+                if child.type in ("pipeline", "command", "list", "redirected_statement"):
+                    nodes = child.named_children if child.type == "pipeline" else [child]
+                    part = self.pipeline(nodes, level + 1, None, part)
+        return part
+
+    def shown(self, redirects) -> str:
+        """The redirections as the engine is shown them: operators and targets, not heredoc bodies."""
+        shown = ""
+        for redirect in redirects:
+            if redirect.type == "herestring_redirect":
+                shown += " " + self.text(redirect)
+            elif redirect.type == "heredoc_redirect":  # `<<EOF > notes.md`: the body is data
+                for child in redirect.named_children:
+                    if child.type == "heredoc_start":
+                        shown += " <<" + self.text(child)
+                    elif child.type == "file_redirect":
+                        shown += " " + self.text(child)
+            elif redirect.type == "file_redirect":
+                dests = redirect.children_by_field_name("destination")
+                end = dests[0].end_byte if dests else redirect.end_byte
+                shown += " " + self.src[redirect.start_byte:end].decode("utf-8", "replace")
+        return shown
+
+    def redirections(self, redirects, level: int) -> tuple[list[str | None], str | None]:
+        """(files overwritten, literal text fed on stdin) of redirection nodes."""
+        writes: list[str | None] = []
+        fed = None
+        for redirect in redirects:
+            if redirect.type == "file_redirect":
+                target = self.write_target(redirect, level)
+                if target != "":
+                    writes.append(target)
+            elif redirect.type == "heredoc_redirect":
+                quoted = False
+                for child in redirect.named_children:
+                    if child.type == "heredoc_start":
+                        quoted = any(q in self.text(child) for q in ("'", '"', "\\"))
+                    elif child.type == "heredoc_body":
+                        fed = self.text(child)
+                        if not quoted:  # an unquoted body expands: its substitutions run
+                            self.substitutions(child, level)
+                    elif child.type == "file_redirect":
+                        target = self.write_target(child, level)
+                        if target != "":
+                            writes.append(target)
+            elif redirect.type == "herestring_redirect":
+                for child in redirect.named_children:
+                    fed = self.literal(child, level)
+        return writes, fed
+
+    def write_target(self, redirect, level: int) -> str | None:
+        """The file a redirection overwrites; '' when it writes nothing that exists (a read,
+        an append, a descriptor, /dev/null); None when the name is built at run time."""
+        ops = [c.type for c in redirect.children if not c.is_named]
+        dest = redirect.child_by_field_name("destination")
+        if dest is None or not ops:
+            return ""
+        op = ops[0]
+        if op in (">>", "&>>"):
+            target = self.literal(dest, level)
+            if target:
+                self.appended.append(target)
+            return ""
+        if op not in (">", ">|", "&>", ">&", "&>|"):
+            return ""  # <, <&, <>: reads and descriptor moves
+        if dest.type == "number" or self.text(dest).startswith("&") or self.text(dest) == "-":
+            return ""
+        target = self.literal(dest, level)
+        if target is not None and _DEV_NULL.match(target):
+            return ""
+        return target
+
+    # -- words ------------------------------------------------------------------------------
+    def literal(self, node, level: int) -> str | None:
+        """The word's value when it is fixed text (quotes and escapes removed); None when it
+        is built at run time. Substitutions inside it run: they are read as parts."""
+        kind = node.type
+        if kind in ("word", "number", "command_name", "test_operator", "extglob_pattern", "regex"):
+            if kind == "command_name" and node.named_children:
+                return self.literal(node.named_children[0], level)
+            return _unescape(self.text(node))
+        if kind == "raw_string":
+            return self.text(node)[1:-1]
+        if kind == "ansi_c_string":
+            return _ansi_c(self.text(node)[2:-1])
+        if kind == "string":
+            fixed = True
+            pieces = []
+            for child in node.named_children:
+                if child.type == "string_content":
+                    pieces.append(_unescape_dquoted(self.text(child)))
+                else:
+                    fixed = False
+                    self.substitutions(child, level)
+            if not fixed:
+                return None
+            return "".join(pieces) if node.named_children else self.text(node)[1:-1]
+        if kind == "concatenation":
+            values = [self.literal(child, level) for child in node.named_children]
+            if any(v is None for v in values):
+                return None
+            # the grammar splits words such as `{}` in two; text between children is literal
+            return _unescape(self.text(node)) if not any(c.type in ("string", "raw_string", "ansi_c_string")
+                                                         for c in node.named_children) else "".join(values)
+        self.substitutions(node, level)
+        return None
+
+    def substitutions(self, node, level: int) -> None:
+        """Read the commands inside `$(…)`, backticks and `<(…)` anywhere under `node`."""
+        if level > MAX_NODE_DEPTH:
+            self.unsure(f"the command nests deeper than {MAX_NODE_DEPTH} levels")
+            return
+        if node.type in ("command_substitution", "process_substitution"):
+            for child in node.named_children:
+                self.walk(child, level + 1)
+            return
+        for child in node.named_children:
+            self.substitutions(child, level + 1)
+
+    # -- one simple command -------------------------------------------------------------------
+    def command(self, node, level: int, extra_redirects, stdin: str | None, producer: Part | None) -> Part | None:
+        words: list[str | None] = []
+        texts: list[str] = []
+        dynamic_nodes = []
+        redirects = list(extra_redirects)
+        for index, child in enumerate(node.children):
+            if not child.is_named:
+                continue
+            if child.type == "variable_assignment":
+                value = child.child_by_field_name("value")
+                if value is not None:
+                    self.substitutions(value, level)
+            elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                redirects.append(child)
+            elif child.type == "command_name" or node.field_name_for_child(index) == "argument":
+                value = self.literal(child, level)
+                if value is None:
+                    dynamic_nodes.append((len(words), child))
+                words.append(value)
+                texts.append(self.text(child))
+            else:
+                self.substitutions(child, level)
+        for redirect in redirects:
+            if redirect.type == "file_redirect":
+                # tree-sitter-bash #233: in `rm 2>/dev/null -rf /` the words after the target
+                # are hung on the redirection; a shell passes them to the command
+                for extra in redirect.children_by_field_name("destination")[1:]:
+                    value = self.literal(extra, level)
+                    if value is None:
+                        dynamic_nodes.append((len(words), extra))
+                    words.append(value)
+                    texts.append(self.text(extra))
+        if not words:
+            return None
+        shown = self.shown(redirects)
+        self.appended = []
+        writes, fed = self.redirections(redirects, level)
+        appends, self.appended = self.appended, []
+        part = Part(words=words, texts=texts, redirects=shown, via=self.via, writes=writes, appends=appends,
+                    stdin=fed if fed is not None else stdin)
+        self.resolve(part, level, dynamic_nodes, producer, piped=producer is not None and fed is None)
+        return part
+
+    def resolve(self, part: Part, level: int, dynamic, producer: Part | None, piped: bool) -> None:
+        """Take wrappers off, read shell strings and inline code, then record the part."""
+        name = part.words[0]
+        if name is None:
+            node = dynamic[0][1] if dynamic and dynamic[0][0] == 0 else None
+            shown = self.text(node) if node is not None else "?"
+            part.opaque = f"the command name `{_short(shown)}` is built at run time"
+            self.add(part)
+            return
+        normal = unicodedata.normalize("NFKC", name)
+        if not normal.isascii():
+            reads = normal.translate(_LOOKALIKES)
+            hint = f" (reads as `{reads}`)" if reads.isascii() else ""
+            part.opaque = f"the command name `{_short(name)}` has non-ASCII or look-alike characters{hint}"
+            self.add(part)
+            return
+        part.words[0] = normal
+        if _ASSIGNMENT.match(normal) and len(part.words) > 1:  # `sudo X=1 rm …`: the assignment is not the name
+            inner = part.slice(1, None)
+            self.resolve(inner, level, [(i - 1, n) for i, n in dynamic if i >= 1], producer, piped)
+            return
+        base = normal.rsplit("/", 1)[-1]
+        plan = wrappers.unwrap(base, part.words)
+        if plan.inner_at:  # the wrapper itself only runs what it wraps
+            inner = part.slice(plan.inner_at, plan.inner_end, base)
+            self.resolve(inner, level, [(i - plan.inner_at, n) for i, n in dynamic if i >= plan.inner_at],
+                         producer, piped)
+            return
+        if plan.script is not None or plan.script_dynamic:
+            self.add(part)
+            if plan.script is None:
+                part.opaque = f"`{base}` runs a shell string built at run time"
+            else:
+                part.container = True
+                self.sub(plan.script, level, part.via + (base,))
+            return
+        if plan.reads_stdin_script:
+            self.add(part)
+            code = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
+            if code is not None:
+                part.container = True
+                self.sub(code, level, part.via + (base,))
+            elif piped:
+                part.opaque = (f"`{base}` runs text from `{_short(producer.text) if producer else 'a pipe'}`, "
+                               "which cannot be read before it runs")
+            return
+        runs = [(i, n) for i, n in dynamic if base in ("eval", "source", ".") or n.type == "process_substitution"]
+        if runs and (base in ("eval", "source", ".") or base in wrappers.SHELLS):
+            why = self.runs_output_of(runs)
+            if why:
+                part.opaque = f"`{base}` runs {why}"
+        lang = inline.language(base, part.words)
+        if lang is not None:
+            fed = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
+            code = inline.code_of(lang, part.words, fed)
+            if code is None and piped and fed is None and lang != "sql" and inline.reads_stdin(lang, part.words):
+                part.opaque = (f"`{base}` runs code from `{_short(producer.text) if producer else 'a pipe'}`, "
+                               "which cannot be read before it runs")
+            if code is not None:
+                found = inline.scan(lang, code)
+                part.findings.extend(found.findings)
+                for script in found.shell:
+                    self.sub(script, level, part.via + (f"{base} code",))
+                if found.dynamic_shell:
+                    part.opaque = f"`{base}` code runs a shell command built at run time"
+        self.add(part)
+        for start, end in wrappers.exec_segments(base, part.words):
+            segment = part.slice(start, end, base)
+            segment.redirects, segment.writes, segment.stdin = "", [], None
+            self.resolve(segment, level, [(i - start, n) for i, n in dynamic if start <= i < end], None, False)
+
+    def runs_output_of(self, dynamic) -> str | None:
+        """Why running the output of these words is unsure, or None when each is the output of
+        a command that prints its own setup code (`eval "$(ssh-agent -s)"`, `source <(kubectl
+        completion bash)`): those commands are read as parts and judged like any other."""
+        for _, node in dynamic:
+            subs = [n for n in _descendants(node, ("command_substitution", "process_substitution"))]
+            if not subs or _has_variable_outside(node):
+                return f"text built at run time (`{_short(self.text(node))}`)"
+            for sub in subs:
+                names = [_fixed_name(self.text(c.child_by_field_name("name"))) for c in
+                         _descendants(sub, ("command",)) if c.child_by_field_name("name") is not None]
+                for name in names:
+                    if name is None or name.rsplit("/", 1)[-1] in PRODUCES_UNKNOWN_CODE:
+                        return f"text from `{_short(self.text(sub))}`, which cannot be read before it runs"
+        return None
+
+    def sub(self, script: str, level: int, via: tuple[str, ...]) -> None:
+        _Reader(self.reading, self.depth + 1, via).run(script)
+
+    def feed(self, part: Part, fed: str, level: int) -> None:
+        """A heredoc attached after the fact (`a && sh <<EOF`): read it if `part` runs it."""
+        base = (part.name or "").rsplit("/", 1)[-1]
+        if wrappers.unwrap(base, part.words).reads_stdin_script:
+            self.sub(fed, level, part.via + (base,))
+
+
+# Commands whose output, run as code, is unknown text: downloads, decoders, files, variables.
+PRODUCES_UNKNOWN_CODE = frozenset({
+    "curl", "wget", "fetch", "http", "https", "xh", "aria2c", "nc", "ncat", "socat", "telnet", "ssh", "scp",
+    "base64", "base32", "basenc", "xxd", "od", "openssl", "gpg", "age", "uudecode", "rev", "tr", "sed", "awk",
+    "perl", "python", "python3", "node", "ruby", "php", "printf", "echo", "cat", "zcat", "gzip", "gunzip", "bzip2",
+    "xz", "unxz", "zstd", "tar", "unzip", "head", "tail", "cut", "dd", "iconv", "jq", "yq", "envsubst",
+    "eval", "read", "pbpaste", "xclip", "xsel", "wl-paste", "git",
+})
+
+
+def _descendants(node, kinds: tuple[str, ...]):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in kinds:
+            yield current
+        stack.extend(reversed(current.named_children))
+
+
+def _has_variable_outside(node) -> bool:
+    """A `$VAR`/`${…}` in the word outside its command substitutions."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in ("simple_expansion", "expansion"):
+            return True
+        if current.type not in ("command_substitution", "process_substitution"):
+            stack.extend(current.named_children)
+    return False
+
+
+def _fixed_name(text: str) -> str | None:
+    """A command name as written, when it is plain text (no expansion, no quotes to undo)."""
+    return None if re.search(r"[$`\"'(]", text) else text
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text.replace("\\\n", ""))
+
+
+def _unescape_dquoted(text: str) -> str:
+    return re.sub(r'\\([$`"\\])', r"\1", text.replace("\\\n", ""))
+
+
+def _ansi_c(body: str) -> str:
+    try:
+        return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
+    except (UnicodeDecodeError, ValueError):
+        return body

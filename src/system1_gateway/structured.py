@@ -1,0 +1,108 @@
+"""Built-in questions whose evidence the gateway reads before any engine does.
+
+The `destructive` built-in asked of a text state is a shell command: the core reads it in
+parts (`shell/`), answers the parts the policy rules know, asks the chain about each other
+part alone (the same built-in question, the part as the state, under the request's one
+deadline), and combines (`shell/structure.py`). Every face gets this (hook, MCP, CLI, HTTP,
+Pi gate, bulk), with any engine behind it. The request's other questions are asked of the
+whole state in one more walk of the chain, as always.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from .builtins import BUILTINS
+from .chain import NO_USAGE, Outcome
+from .model import JudgeRequest
+
+DESTRUCTIVE_HASH = BUILTINS["destructive"].hash
+PART_QID = "destructive"
+
+
+def warm() -> None:
+    """Load the shell grammar and the rules now (a daemon's start), not on the first command."""
+    from .shell import policy, read
+
+    read.read("true")
+    policy.policy()
+
+
+def shell_questions(request: JudgeRequest) -> list[str]:
+    """Ids of the questions that are the `destructive` built-in about a shell command or a
+    tool call (a text state: a command line, or a JSON tool call whose commands are read)."""
+    if not isinstance(request.state, str):
+        return []
+    return [qid for qid, q in request.questions.items()
+            if q.type == "noul" and q.wording_hash() == DESTRUCTIVE_HASH]
+
+
+def run(request: JudgeRequest, qids: list[str], walk: Callable[[JudgeRequest], Outcome],
+        threshold: float) -> Outcome:
+    """Answer `request` (its `qids` by parts); `walk` runs the chain on a request under the
+    request's deadline. Errors as the chain reports them: a walk that fails fails the request,
+    unless a rule already found a destructive part (then no engine answer could change it)."""
+    from .shell import structure
+
+    document = _json_document(request.state)  # type: ignore[arg-type]
+    plan = (structure.plan_tool_call(document, request.state) if document is not None  # type: ignore[arg-type]
+            else structure.plan(request.state))  # type: ignore[arg-type]
+    out = Outcome()
+    others = {qid: q for qid, q in request.questions.items() if qid not in qids}
+    walks: list[Outcome] = []
+    if others:
+        first = walk(request.model_copy(update={"questions": others}))
+        walks.append(first)
+        if first.error is not None:
+            return _merged(first, walks)
+    certain = any(j.verdict is not None and j.verdict.destructive for j in plan.parts)
+    answers: dict[str, dict[str, Any]] = {}
+    question = request.questions[qids[0]]
+    if not certain:
+        for text in plan.engine_texts:
+            part = walk(request.model_copy(update={"state": text, "questions": {PART_QID: question}}))
+            walks.append(part)
+            if part.error is not None:
+                return _merged(part, walks)
+            answers[text] = part.answers[PART_QID]  # type: ignore[index]
+    structure.apply(plan, answers)
+    combined = structure.combine(plan, threshold)
+    out = _merged(None, walks)
+    out.answers = {**((walks[0].answers or {}) if others else {}), **{qid: dict(combined) for qid in qids}}
+    if out.provider is None:  # every part was decided by the rules: no engine was asked
+        out.provider, out.model = "rules", combined["model"]
+    return out
+
+
+def _merged(failed: Outcome | None, walks: list[Outcome]) -> Outcome:
+    """One outcome from several walks: every attempt, usage summed, the last engine's name."""
+    out = Outcome()
+    for w in walks:
+        out.attempts.extend(w.attempts)
+        if w.provider is not None:
+            out.provider, out.model = w.provider, w.model
+        out.usage = _add_usage(out.usage, w.usage)
+    if failed is not None:
+        out.error = failed.error
+        out.answers = None
+    return out
+
+
+def _add_usage(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(NO_USAGE)
+    for key in merged:
+        x, y = a.get(key), b.get(key)
+        merged[key] = None if x is None and y is None else (x or 0) + (y or 0)
+    return merged
+
+
+def _json_document(text: str) -> Any:
+    """The JSON object or array the text is (a tool call), else None."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[" or stripped[-1] not in "}]":
+        return None
+    try:
+        return json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
