@@ -251,3 +251,76 @@ def data_hash(rows: list[tuple[str, str]]) -> str:
     for text, label in sorted(rows):
         digest.update(json.dumps([text, label], ensure_ascii=False).encode())
     return digest.hexdigest()
+
+
+# -- adapting an existing head (teach on a question that already has one) --------------------------
+# A binary head's margin is linear in the features: m0(x) = (W0[1] - W0[0]) . x + (b0[1] - b0[0]).
+# The adapted head learns margin(x) = w . x + a * m0(x) + c by logistic regression on the user's
+# labels with m0 as one more column; it folds back into one linear head, W = w + a * (W0[1] - W0[0]),
+# so it keeps the file format, the run-time cost and the base head's knowledge (a ~ 1, w small)
+# while correcting it where the user's labels disagree.
+
+def _base_margin(X: Features, base: Head) -> np.ndarray:
+    lin = Linear(base.W.astype(np.float64), base.b.astype(np.float64), float(base.meta.get("chars_weight", 1.0)))
+    z = lin.logits(X)
+    return z[:, 1] - z[:, 0]
+
+
+def _fit_adapted(X: Features, y: np.ndarray, base: Head, C: float, margin: np.ndarray) -> Linear:
+    cw = float(base.meta.get("chars_weight", 1.0))
+    model = LogisticRegression(C=C, max_iter=2000)
+    design = sparse.hstack([X.matrix(cw), sparse.csr_matrix(margin[:, None])], format="csr")
+    with threadpool_limits(1):
+        model.fit(design, y)
+    d = EMBED_DIM + CHAR_DIM + 2
+    w, a, c = model.coef_[0][:d], model.coef_[0][d], model.intercept_[0]
+    delta = base.W[1].astype(np.float64) - base.W[0].astype(np.float64)
+    dbias = float(base.b[1]) - float(base.b[0])
+    full_w, full_c = w + a * delta, c + a * dbias
+    W = np.vstack([-full_w / 2, full_w / 2])
+    b = np.array([-full_c / 2, full_c / 2])
+    return Linear(W, b, cw)
+
+
+def adapt_cross_validate(X: Features, y: np.ndarray, base: Head, k: int = 5, seed: int = 0,
+                         cs: tuple[float, ...] = (0.25, 1.0, 4.0, 16.0)) -> np.ndarray:
+    """Out-of-fold probabilities of the adapted head (C and temperature chosen inside each fold)."""
+    margin = _base_margin(X, base)
+    out = np.zeros((len(y), 2))
+    for train, test in _folds(y, k, seed):
+        C, T = _adapt_select(X.take(train), y[train], base, margin[train], seed, cs)
+        lin = _fit_adapted(X.take(train), y[train], base, C, margin[train])
+        out[test] = np.apply_along_axis(softmax, 1, lin.logits(X.take(test)) / T)
+    return out
+
+
+def _adapt_select(X: Features, y: np.ndarray, base: Head, margin: np.ndarray, seed: int,
+                  cs: tuple[float, ...]) -> tuple[float, float]:
+    folds = _folds(y, 3, seed)
+    best, best_loss = (cs[0], 1.0), np.inf
+    for C in cs:
+        oof = np.zeros((len(y), 2))
+        for train, test in folds:
+            oof[test] = _fit_adapted(X.take(train), y[train], base, C, margin[train]).logits(X.take(test))
+        T = fit_temperature(oof, y)
+        loss = metrics.nll(np.apply_along_axis(softmax, 1, oof / T), y)
+        if loss < best_loss - 1e-9:
+            best, best_loss = (C, T), loss
+    return best
+
+
+def fit_adapted_head(X: Features, y: np.ndarray, base: Head, meta: dict[str, Any], seed: int = 0,
+                     cs: tuple[float, ...] = (0.25, 1.0, 4.0, 16.0)) -> Head:
+    margin = _base_margin(X, base)
+    C, T = _adapt_select(X, y, base, margin, seed, cs)
+    lin = _fit_adapted(X, y, base, C, margin)
+    return Head({"format": FORMAT, "feature_version": FEATURE_VERSION, "labels": list(base.labels),
+                 "chars_weight": lin.chars_weight, "C": C, "temperature": round(T, 6),
+                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta},
+                lin.W.astype(np.float32), lin.b.astype(np.float32))
+
+
+def head_probs(X: Features, head: Head) -> np.ndarray:
+    """What `head` answers for the rows of X (as the engine computes it)."""
+    lin = Linear(head.W.astype(np.float64), head.b.astype(np.float64), float(head.meta.get("chars_weight", 1.0)))
+    return np.apply_along_axis(softmax, 1, lin.logits(X) / head.temperature)

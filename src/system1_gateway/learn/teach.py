@@ -11,8 +11,12 @@ atomically to `<state>/heads/<hash>.npz`, where the embedded engine (and a runni
 picks it up at its next request. Nothing leaves the machine.
 
 What is reported is measured honestly: k-fold accuracy and ECE of the head on items it was
-not fitted on (hyper-parameters and temperature chosen inside each fold), against the
-zero-shot engine on the same items.
+not fitted on (hyper-parameters and temperature chosen inside each fold), against what
+answers the question today on the same items: the user's head, the shipped head (built-in
+questions), or the zero-shot engine. Where a head exists, two candidates are measured: a
+new head from the labels alone, and the existing head adapted to them (fit.adapt_*: it keeps
+what the head knows and corrects it where the labels disagree). The better candidate is
+installed only if it beats today's answerer; `--force` installs it anyway.
 """
 
 from __future__ import annotations
@@ -124,6 +128,10 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
     if not fit_groups:
         return summary, 2
     engine = FastEngine(usable_cpus())
+    store = HeadStore(heads_dir())
+    current_heads = {g.key: store.all().get(g.key) for g in fit_groups}
+    # The zero-shot engine is the current answerer only where no head answers today; it is
+    # still measured for every group when asked (the table shows it).
     zs = zero_shot(fit_groups, _ticker(console, sum(len(g.y) for g in fit_groups), "zero-shot baseline")) \
         if baseline else {}
     for g in fit_groups:
@@ -134,31 +142,51 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
         entry: dict[str, Any] = {"hash": g.key, "name": head_name(g), "labels": len(y), "error": None, "head": None,
                                  "head_cv": metrics.summary(cal, y), "head_cv_uncalibrated": metrics.summary(raw, y)}
         cascade = {"below": 0.0, "head_weight": 0.5}
-        best = entry["head_cv"]["accuracy"]
+        builtin = getattr(g.question, "builtin", None)
+        candidates: dict[str, float] = {"new": entry["head_cv"]["accuracy"]}
+        base = current_heads.get(g.key)
+        if base is not None:
+            origin, base_head = base
+            current = fit.head_probs(X, base_head)
+            entry["current"] = {"answerer": f"{origin} head {base_head.name}", **metrics.summary(current, y)}
+            if len(labels) == 2:
+                # the existing head adapted to these labels, measured on the same folds
+                adapted = fit.adapt_cross_validate(X, y, base_head, k)
+                entry["adapted_cv"] = metrics.summary(adapted, y)
+                candidates["adapted"] = entry["adapted_cv"]["accuracy"]
         if g.key in zs:
             entry["zero_shot"] = metrics.summary(zs[g.key], y)
+            if base is None:
+                entry["current"] = {"answerer": "zero-shot engine", **entry["zero_shot"]}
             if _llm_installed():
                 # The bar is used when it wins on held-out folds (cross-fitted), then chosen on all.
                 casc, asked = fit.cross_fitted_cascade(cal, zs[g.key], y)
                 entry["cascade_cv"] = {**metrics.summary(casc, y), "escalated": round(float(asked.mean()), 3)}
-                if fit.cascade_pays(best, entry["cascade_cv"]["accuracy"], len(y)):
+                if fit.cascade_pays(candidates["new"], entry["cascade_cv"]["accuracy"], len(y)):
                     chosen = fit.choose_cascade(cal, zs[g.key], y)
                     cascade = {"below": chosen["below"], "head_weight": chosen["head_weight"]}
-                    best = entry["cascade_cv"]["accuracy"]
+                    candidates["new"] = entry["cascade_cv"]["accuracy"]
             entry["cascade"] = cascade
-            if best < entry["zero_shot"]["accuracy"] and not force:
-                entry["error"] = (f"not installed: the zero-shot engine is more accurate on these labels "
-                                  f"({entry['zero_shot']['accuracy']:.3f} vs {best:.3f} with the head); "
-                                  "add labels, or pass --force")
-        builtin = getattr(g.question, "builtin", None)
-        head = fit.fit_head(X, y, labels, {
-            "name": head_name(g), "question_hash": g.key, "builtin": builtin, "type": g.question.type,
-            "instructions": g.question.instructions, "cascade": cascade,
-            "training": {"n": int(len(y)), "classes": np.bincount(y, minlength=len(labels)).tolist(),
-                         "data_sha256": fit.data_hash([(t, labels[i]) for t, i in zip(g.texts, y)]),
-                         "source": path.name},
-            "metrics": {"cv_k": k, "head": entry["head_cv"], "zero_shot": entry.get("zero_shot")},
-        }, k=k, grid=fit.TEACH_GRID)
+        # Install only what beats what answers today, on the same items (never make an answer
+        # worse); a tie keeps today's answerer. --force installs the best candidate anyway.
+        kind = max(candidates, key=lambda c: (candidates[c], c == "adapted"))
+        entry["candidate"] = {"kind": kind, "accuracy": candidates[kind]}
+        today = entry.get("current", {}).get("accuracy")
+        if today is not None and candidates[kind] <= today and not force:
+            entry["error"] = (f"not installed: what answers today ({entry['current']['answerer']}) is as accurate "
+                              f"or more on these labels ({today:.3f} vs {candidates[kind]:.3f} with the "
+                              f"{kind} head); add labels, or pass --force")
+        meta = {"name": head_name(g), "question_hash": g.key, "builtin": builtin, "type": g.question.type,
+                "instructions": g.question.instructions, "cascade": cascade,
+                "training": {"n": int(len(y)), "classes": np.bincount(y, minlength=len(labels)).tolist(),
+                             "data_sha256": fit.data_hash([(t, labels[i]) for t, i in zip(g.texts, y)]),
+                             "source": path.name, "adapted_from": base[1].name if kind == "adapted" else None},
+                "metrics": {"cv_k": k, "head": entry["head_cv"], "adapted": entry.get("adapted_cv"),
+                            "current": entry.get("current"), "zero_shot": entry.get("zero_shot")}}
+        if kind == "adapted":
+            head = fit.fit_adapted_head(X, y, base[1], meta)
+        else:
+            head = fit.fit_head(X, y, labels, meta, k=k, grid=fit.TEACH_GRID)
         entry["temperature"] = head.temperature
         target = heads_dir() / f"{g.key}.npz"
         if not dry_run and entry["error"] is None:
@@ -198,22 +226,25 @@ def table(summary: dict[str, Any]) -> Any:
 
     t = Table(title=f"system1 teach {summary['file']}: {summary['lines_accepted']} lines accepted, "
                     f"{summary['lines_rejected']} rejected")
-    for col in ("question", "labels", "zero-shot acc", "head acc", "cascade acc", "zero-shot ECE", "head ECE raw → T",
-                "installed"):
+    for col in ("question", "labels", "today (answerer)", "new head acc", "adapted acc", "cascade acc",
+                "head ECE raw → T", "installed"):
         t.add_column(col)
-    t.caption = "head: k-fold, scored on items its fit never saw; cascade: asks the llm when the head is unsure"
+    t.caption = ("today: what answers now (your head, the shipped head, or the zero-shot engine) on these items; "
+                 "new/adapted heads: k-fold, scored on items their fit never saw; installed only if better than today")
     for q in summary["questions"]:
         if q["error"] and "head_cv" not in q:
             t.add_row(q["name"], str(q["labels"]), "", "", "", "", "", f"[red]not fitted: {q['error']}[/red]")
             continue
-        zs = q.get("zero_shot")
+        today = q.get("current")
         casc = q.get("cascade") or {}
         casc_cv = q.get("cascade_cv")
+        adapted = q.get("adapted_cv")
+        kind = (q.get("candidate") or {}).get("kind", "new")
         used = "(dry run)" if q["head"] is None else \
-            f"yes, llm below {casc['below']}" if casc.get("below") else "yes, head alone"
-        t.add_row(q["name"], str(q["labels"]), f"{zs['accuracy']:.3f}" if zs else "—",
-                  f"{q['head_cv']['accuracy']:.3f}", f"{casc_cv['accuracy']:.3f}" if casc_cv else "—",
-                  f"{zs['ece']:.3f}" if zs else "—",
+            f"yes ({kind}), llm below {casc['below']}" if casc.get("below") else f"yes ({kind} head)"
+        t.add_row(q["name"], str(q["labels"]), f"{today['accuracy']:.3f} ({today['answerer']})" if today else "—",
+                  f"{q['head_cv']['accuracy']:.3f}", f"{adapted['accuracy']:.3f}" if adapted else "—",
+                  f"{casc_cv['accuracy']:.3f}" if casc_cv else "—",
                   f"{q['head_cv_uncalibrated']['ece']:.3f} → {q['head_cv']['ece']:.3f}",
                   f"[yellow]{q['error']}[/yellow]" if q["error"] else used)
     return t
