@@ -72,8 +72,8 @@ class Rungs:
         self._built: dict[str, BaseProvider] = {}
         self._build = build
         self._lock = threading.Lock()
-        self._loads: dict[str, _Load] = {}
-        self._loaded: set[str] = set()
+        self._loads: dict[tuple[str, bool], _Load] = {}  # (rung, second stage) → its load
+        self._loaded: set[tuple[str, bool]] = set()
         self._keys: dict[str, tuple[str, ...]] = {}
 
     def get(self, name: str) -> BaseProvider:
@@ -112,29 +112,47 @@ class Rungs:
         its [providers.<name>] table)."""
         return name in self._injected or self._config.kind_of(name) in providers.KINDS
 
-    def load(self, name: str, wait_s: float) -> tuple[float, bool]:
-        """Load the rung's engine (its `warm()`) once per process, shared by every caller;
-        wait for it at most `wait_s`. Returns (seconds waited, finished). Never raises: a
-        rung that cannot be built or loaded is reported by its attempt."""
-        if name in self._loaded:
-            return 0.0, True
+    def load(self, name: str, wait_s: float, full: bool = False) -> tuple[float, bool]:
+        """Load the rung's engine (its `warm()`, and with `full` its `warm_full()`) once per
+        process, shared by every caller; wait for it at most `wait_s`. Returns (seconds
+        waited, finished). Never raises: a rung that cannot be built or loaded is reported by
+        its attempt."""
+        waited = 0.0
+        if full:
+            waited, done = self.load(name, wait_s)
+            if not done:
+                return waited, False
+            wait_s -= waited
+        key = (name, full)
+        if key in self._loaded:
+            return waited, True
         with self._lock:
-            job = self._loads.get(name)
+            job = self._loads.get(key)
         if job is None:
             try:
                 provider = self.get(name)
             except GatewayError:
-                return 0.0, True
-            if type(provider).warm is BaseProvider.warm:  # nothing to load (HTTP engines)
-                self._loaded.add(name)
-                return 0.0, True
+                return waited, True
+            method = BaseProvider.warm_full if full else BaseProvider.warm
+            if getattr(type(provider), method.__name__) is method:  # nothing to load (HTTP engines)
+                self._loaded.add(key)
+                return waited, True
             with self._lock:
-                job = self._loads.setdefault(name, _Load(name, provider))
+                job = self._loads.setdefault(key, _Load(name, provider, full))
         t0 = time.perf_counter()
         finished = job.done.wait(max(0.0, wait_s))
         if finished:
-            self._loaded.add(name)
-        return time.perf_counter() - t0, finished
+            self._loaded.add(key)
+        return waited + time.perf_counter() - t0, finished
+
+    def needs_full(self, name: str, request: Any) -> bool:
+        """The request needs the rung's second loading stage, not loaded yet."""
+        if (name, True) in self._loaded:
+            return False
+        try:
+            return bool(self.get(name).needs_full(request))
+        except Exception:  # noqa: BLE001 - a rung that cannot say is loaded fully, as before
+            return True
 
     def not_ready(self, name: str) -> str | None:
         """Why the rung may not start — no billing consent, no key here — or None (a rung
@@ -162,14 +180,15 @@ class Rungs:
 class _Load:
     """One engine load on its own thread (a request that stops waiting does not stop it)."""
 
-    def __init__(self, name: str, provider: BaseProvider):
+    def __init__(self, name: str, provider: BaseProvider, full: bool = False):
         self.done = threading.Event()
-        threading.Thread(target=self._run, args=(name, provider), name=f"system1-load-{name}", daemon=True).start()
+        threading.Thread(target=self._run, args=(name, provider, full), name=f"system1-load-{name}",
+                         daemon=True).start()
 
-    def _run(self, name: str, provider: BaseProvider) -> None:
+    def _run(self, name: str, provider: BaseProvider, full: bool) -> None:
         t0 = time.perf_counter()
         try:
-            provider.warm()
+            provider.warm_full() if full else provider.warm()
             log.info("rung %s loaded in %.1f s", name, time.perf_counter() - t0)
         except GatewayError as exc:
             log.warning("loading rung %s failed: %s", name, exc.message)
@@ -245,6 +264,9 @@ class Chain:
                 queue.pop(0)
                 continue
             waited, loaded = self.rungs.load(name, load_until - time.perf_counter())
+            if loaded and self.rungs.needs_full(name, request):  # e.g. the accurate tier, first needed now
+                more, loaded = self.rungs.load(name, load_until - time.perf_counter(), full=True)
+                waited += more
             deadline += waited  # loading is charged to the load budget, never to the deadline
             if not loaded:
                 out.attempts.append(_record(name, "timeout", None, f"still loading its models after the load "

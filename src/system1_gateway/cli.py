@@ -167,7 +167,7 @@ def _warm(gateway, provider: str | None) -> None:
     if sys.stderr.isatty():
         sys.stderr.write("system1: loading the engine…\r")
         sys.stderr.flush()
-    gateway.warm(provider)
+    gateway.warm(provider, full=False)  # the accurate tier loads if a question needs it
     if sys.stderr.isatty():
         sys.stderr.write("\x1b[2K")
         sys.stderr.flush()

@@ -106,23 +106,25 @@ class Gateway:
         """The provider instance for a rung name, built once (constructor errors propagate)."""
         return self.rungs.get(name)
 
-    def warm(self, provider: str | None = None) -> None:
+    def warm(self, provider: str | None = None, full: bool = True) -> None:
         """Load the first rung's models now and wait for them (at most the load budget), as
         a daemon or an MCP server does at start. Requests share the same load: one arriving
-        meanwhile waits for it before its deadline starts. Never raises: whatever fails here
-        is reported by the request that follows."""
+        meanwhile waits for it before its deadline starts. `full=False` (one-shot processes)
+        loads only what every request needs; a request that needs more (the embedded engine's
+        accurate tier) loads it when it comes, outside its deadline. Never raises: whatever
+        fails here is reported by the request that follows."""
         structured.warm()
         try:
             first = self.chain(provider)[0]
         except GatewayError:
             return
-        self.rungs.load(first, self.config.serve.load_budget_s)
+        self.rungs.load(first, self.config.serve.load_budget_s, full=full)
 
     def settle(self, questions: list[dict[str, Any]], provider: str | None = None, timeout_s: float = 600) -> None:
         """Answer once per question, then wait for the engines' background preparation of
         them (an embedded llm computes each new question's prefix and reference while idle):
         what calibrate and evaluate score is then the steady answer a warm daemon gives."""
-        self.warm(provider)
+        self.warm(provider, full=False)  # each question below loads what it needs
         for question in questions:
             self.judge({"state": "warm up", "questions": {"q": question}}, provider=provider)
         try:

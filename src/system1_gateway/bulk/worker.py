@@ -32,7 +32,7 @@ class Worker:
         providers.serving_here = True  # this worker's own warm engine, never the user's daemon
         self.provider = provider
         self.gateway = Gateway(config, record=False)  # one summary, not an audit line per row
-        self.gateway.warm(provider)
+        self.gateway.warm(provider, full=False)  # the accurate tier loads if a row needs it
 
     def judge(self, path: str | Path, chunk: Chunk) -> dict[str, Any]:
         """The chunk's result lines (one text, in order) and its tallies."""

@@ -102,6 +102,16 @@ class BaseProvider:
     def warm(self) -> None:
         return None
 
+    # A second, optional stage of loading: what only some requests need (the embedded
+    # engine's accurate tier). A long-lived server loads it up front (Gateway.warm(full=True));
+    # a one-shot process loads it when a request first needs it, charged to the load budget.
+    def warm_full(self) -> None:
+        return None
+
+    def needs_full(self, request: Any) -> bool:
+        """True when this request needs the second stage and it is not loaded yet."""
+        return False
+
     def close(self) -> None:
         return None
 

@@ -139,6 +139,7 @@ class EmbeddedProvider(BaseProvider):
         self.prior = QuestionPrior(state_dir() / "embedded" / "reference") if self.settings.prior else None
         self._preparer: Preparer | None = None
         self._heads: Any = None  # HeadStore, built on first use (it imports numpy)
+        self._llm_installed: bool | None = None
         stale = sorted({"prior_k", "prior_min"} & self.settings.model_fields_set)
         if stale:
             log.warning("[providers.%s] %s: deprecated and ignored (the running prior was replaced by a "
@@ -180,19 +181,43 @@ class EmbeddedProvider(BaseProvider):
 
     def _use_llm(self) -> bool:
         tier = self.settings.tier
-        return tier == "llm" or (tier == "auto" and assets.llm_available())
+        if tier != "auto":
+            return tier == "llm"
+        if self._llm_installed is None:  # looked up once: it finds 22 packages' files (≈ 13 ms)
+            self._llm_installed = assets.llm_available()
+        return self._llm_installed
 
     def warm(self) -> None:
-        """Loads what the first request would otherwise pay: both tiers' models, compute
-        buffers, the KV files of the questions this machine has already prepared, and the
-        learned heads (`tier = "llm"` loads the fast tier, and so the heads, on first need)."""
+        """Loads what every request needs: the fast tier and the learned heads (`tier =
+        "llm"`: the accurate tier, which is then all there is; the fast tier loads on first
+        need). The accurate tier otherwise loads in `warm_full` — up front in a daemon, or when
+        a request first asks a question no head answers, so a process that asks only built-in
+        questions never loads its 1 GB."""
+        if self.settings.tier == "llm":
+            self._llm_engine()
+            return
+        self._fast_engine()
+        store = self.head_store()
+        if store is not None:
+            self._warm_heads(store)
+
+    def warm_full(self) -> None:
+        """The accurate tier's model, compute buffers and the KV files of the questions this
+        machine has already prepared."""
         if self._use_llm():
             self._llm_engine()
-        if self.settings.tier != "llm":
-            self._fast_engine()
-            store = self.head_store()
-            if store is not None:
-                self._warm_heads(store)
+
+    def needs_full(self, request: Any) -> bool:
+        """A question without a learned head (or with one that may escalate) needs the
+        accurate tier, when it is installed and not loaded yet."""
+        if self._llm is not None or not self._use_llm():
+            return False
+        store = self.head_store()
+        for question in request.questions.values():
+            head = store.find(question) if store is not None else None
+            if head is None or head.escalate_below > 0:
+                return True
+        return False
 
     def _warm_heads(self, store: Any) -> None:
         """Head files read and checked, the built-ins' option embeddings cached and the
@@ -217,6 +242,12 @@ class EmbeddedProvider(BaseProvider):
     def close(self) -> None:
         if self._preparer is not None:
             self._preparer.close()
+            # A background decode still running when the process exits crashed the
+            # interpreter's teardown (exit 139 after every answer was printed): cancel it and
+            # wait for the thread to leave llama.cpp.
+            if self._llm is not None:
+                self._llm.cancel_background()
+            self._preparer.join(CLOSE_JOIN_S)
 
     def _prepare_later(self, key: str, job: Any) -> None:
         if self._preparer is None:
@@ -508,6 +539,7 @@ ONLY_NOTE = ("; answered by {} alone: the accurate tier's prompt for this questi
 UNPREPARED_NOTE = ("; abstained: the accurate tier's prompt for this new question is being prepared in "
                    "the background and the fast tier cannot answer it (options without descriptions); "
                    "ask again shortly")
+CLOSE_JOIN_S = 10.0  # how long close() waits for a background decode to stop
 INJECTION_NOTE = ("; the evidence spells chat turn markers (read as plain text, but it may carry a fake "
                   "transcript that steers the answer): abstained")
 

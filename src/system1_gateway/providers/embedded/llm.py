@@ -449,6 +449,11 @@ class LlmEngine:
     def _abort(self) -> None:
         self.ctx.cancel = True
 
+    def cancel_background(self) -> None:
+        """Stops a background (non-urgent) decode in flight, at shutdown: it raises Preempted
+        and keeps the chunks it finished."""
+        self.ctx.cancel = True
+
     def _aborted(self, urgent: bool, deadline: float, timeout_s: float) -> NoReturn:
         """A decode was interrupted: preempted by a waiting request (background work, time
         left) or out of time."""

@@ -60,6 +60,14 @@ class Preparer:
             self._jobs.clear()
             self._cond.notify_all()
 
+    def join(self, timeout_s: float) -> bool:
+        """After close(): waits for the background thread to finish its job; False on timeout."""
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return True
+        thread.join(timeout_s)
+        return not thread.is_alive()
+
     def _running_key(self) -> str | None:
         return getattr(self, "_current", None)
 
