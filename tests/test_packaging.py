@@ -28,7 +28,7 @@ def test_the_suite_imports_the_installed_wheel():
     """Not src/, not an editable install: a file missing from the wheel fails here, as it would
     for a user (SYSTEM1_TEST_SOURCE=1 lets a developer run the rest against the source tree)."""
     assert not_the_installed_wheel() is None
-    assert ROOT not in PACKAGE.parents  # the checkout is never where the package comes from
+    assert ROOT / "src" not in PACKAGE.parents  # the source tree is never where the package comes from
 
 
 def _in_wheel() -> set[str]:
