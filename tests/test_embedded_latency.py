@@ -51,6 +51,7 @@ def provider(state):
     try:
         engine = EmbeddedProvider("embedded", {"fast_accept": 1.01})
         engine.warm()
+        engine.warm_full()  # both stages, as a daemon loads them
         yield engine
         engine.close()
     finally:
@@ -128,6 +129,8 @@ def test_warm_reads_known_prefixes_back_before_any_request(provider, in_state):
         engine.prepare(prompts.build(q)[0])
     fresh = EmbeddedProvider("embedded", {})
     fresh.warm()
+    assert fresh._llm is None  # the first stage: fast tier and heads only
+    fresh.warm_full()  # the second, as a daemon loads it at start
     held = [slot.tokens for slot in fresh._llm._slots.values()]
     for q in request.questions.values():
         tokens = fresh._llm.encode(prompts.build(q)[0])
