@@ -142,3 +142,10 @@ def test_a_json_tool_call_has_its_commands_and_sql_read():
     assert judged({"tool": "postgres.query", "sql": "DELETE FROM flags"})["model"] == "rule:sql-destructive"
     harmless = judged({"tool": "postgres.query", "sql": "SELECT name FROM flags"})
     assert harmless["p_true"] == 0.1 and not harmless["abstained"]
+
+
+def test_the_part_shown_is_one_printable_line():
+    out = combined("ls; rm -rf \"$(printf '\\x1b[2J')\"x", {})
+    assert out["part"]["text"].isprintable() and "\n" not in out["rationale"]
+    long = combined("rm " + "a" * 500, {})
+    assert len(long["part"]["text"]) <= structure.MAX_SHOWN

@@ -202,5 +202,6 @@ def _why(judged: Judged | None) -> str:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
+    """One line, at most MAX_SHOWN characters, no control characters (it reaches a terminal)."""
+    text = "".join(c if c.isprintable() else " " for c in " ".join(text.split()))
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN - 1] + "…"
