@@ -49,14 +49,14 @@ test("Pi names and gateway names", () => {
 	assert.equal(core.normalize("openai"), "openai-decisions");
 });
 
-test("tool gate settings: off by default, 0.8, bad values ignored", () => {
+test("tool gate settings: off by default, 0.7 (the guard's default), bad values ignored", () => {
 	const dir = mkdtempSync(join(tmpdir(), "s1-"));
 	const path = join(dir, "system1.json");
-	assert.deepEqual(core.readSettings(path).toolGate, { enabled: false, minConfidence: 0.8 });
+	assert.deepEqual(core.readSettings(path).toolGate, { enabled: false, minConfidence: 0.7 });
 	writeFileSync(path, JSON.stringify({ toolGate: { enabled: true, minConfidence: 0.95 } }));
 	assert.deepEqual(core.readSettings(path).toolGate, { enabled: true, minConfidence: 0.95 });
 	writeFileSync(path, JSON.stringify({ toolGate: { enabled: "yes", minConfidence: 7 } }));
-	assert.deepEqual(core.readSettings(path).toolGate, { enabled: false, minConfidence: 0.8 });
+	assert.deepEqual(core.readSettings(path).toolGate, { enabled: false, minConfidence: 0.7 });
 });
 
 test("notices are deduplicated for 60 s", () => {
