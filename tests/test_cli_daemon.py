@@ -40,6 +40,9 @@ gateway = Gateway.from_environment()
 with Gateway(gateway.config, record=False) as warm:
     warm.judge({"state": "warm-up", "questions": {"q": {"type": "noul", "instructions": "Warm?"}}},
                provider="mock")
+    # ...and the built-ins' path: their expansion, and a command read in parts (tree-sitter)
+    warm.judge({"state": "ls -la", "questions": {"d": {"builtin": "destructive"}, "r": {"builtin": "read_only"}}},
+               provider="mock")
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
