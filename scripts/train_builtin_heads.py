@@ -30,10 +30,13 @@ from system1_gateway.learn import fit, metrics
 from system1_gateway.providers.embedded import usable_cpus
 from system1_gateway.providers.embedded.fast import FastEngine
 from system1_gateway.model import parse_judge
-from system1_gateway.providers.embedded.heads import SHIPPED_DIR, option_texts
+from system1_gateway.providers.embedded.heads import option_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "heads"
+# The checkout's copy (the suite tests the installed wheel, so the imported package's own
+# folder would be site-packages): rebuild and reinstall the wheel after --write.
+SHIPPED_DIR = ROOT / "src" / "system1_gateway" / "providers" / "embedded" / "heads_shipped"
 SOURCES = {"destructive": ["commands-written", "commands-thirdparty", "commands-adversarial", "commands-parts"],
            **{t: ["prompts-written-a", "prompts-written-b", "prompts-thirdparty"]
               for t in ("read_only", "design", "review", "specified")}}
