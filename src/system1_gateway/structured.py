@@ -48,7 +48,6 @@ def run(request: JudgeRequest, qids: list[str], walk: Callable[[JudgeRequest], O
     document = _json_document(request.state)  # type: ignore[arg-type]
     plan = (structure.plan_tool_call(document, request.state) if document is not None  # type: ignore[arg-type]
             else structure.plan(request.state))  # type: ignore[arg-type]
-    out = Outcome()
     others = {qid: q for qid, q in request.questions.items() if qid not in qids}
     walks: list[Outcome] = []
     if others:
