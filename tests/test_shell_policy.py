@@ -37,7 +37,7 @@ def test_the_table_is_well_formed():
         assert r["verdict"] in ("destructive", "safe") and r["why"]
         assert r.get("commands") or r.get("container"), r["id"]
         assert set(r) <= {"id", "verdict", "why", "commands", "sub", "flags_any", "flags_none", "args_any",
-                          "verb_re", "sub_re", "min_args", "last_arg", "container", "match", "pass"}, r["id"]
+                          "verb_re", "sub_re", "min_args", "targets", "container", "match", "pass"}, r["id"]
 
 
 @pytest.mark.parametrize("target, sensitive", [

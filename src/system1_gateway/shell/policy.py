@@ -50,7 +50,7 @@ class Rule:
     verb_re: re.Pattern[str] | None
     sub_re: re.Pattern[str] | None
     min_args: int
-    last_arg: re.Pattern[str] | None
+    targets: str | None  # "any" / "last" / "of": a word names a SENSITIVE_TARGET
     container: bool
     raw: dict[str, Any]
 
@@ -114,10 +114,15 @@ class Policy:
             return False
         if rule.min_args and len(plain) < rule.min_args:
             return False
-        if rule.last_arg is not None:
-            targets = [w for w in args if w is not None and not w.startswith("-")]
-            if len(targets) < 2 or not rule.last_arg.search(targets[-1]):
+        if rule.targets == "last":
+            paths = [w for w in args if w is not None and not w.startswith("-")]
+            if len(paths) < 2 or not SENSITIVE_TARGET.match(paths[-1]):
                 return False
+        elif rule.targets == "of" and not any(w.startswith("of=") and SENSITIVE_TARGET.match(w[3:]) for w in flags):
+            return False
+        elif rule.targets == "any" and not any(
+                SENSITIVE_TARGET.match(w) or ("=" in w and SENSITIVE_TARGET.match(w.split("=", 1)[1])) for w in flags):
+            return False
         return True
 
     @staticmethod
@@ -138,6 +143,8 @@ def _has_flag(word: str, flag: str) -> bool:
 
 
 def _rule(raw: dict[str, Any]) -> Rule:
+    if raw.get("targets") not in (None, "any", "last", "of"):
+        raise ValueError(f"policy.json: rule {raw.get('id')!r}: targets must be \"any\", \"last\" or \"of\"")
     if raw.get("verdict") not in ("destructive", "safe"):
         raise ValueError(f"policy.json: rule {raw.get('id')!r} needs verdict destructive or safe")
     return Rule(
@@ -147,7 +154,7 @@ def _rule(raw: dict[str, Any]) -> Rule:
         verb_re=re.compile(raw["verb_re"]) if raw.get("verb_re") else None,
         sub_re=re.compile(r"(?<![\w-])" + raw["sub_re"] + r"(?![\w-])") if raw.get("sub_re") else None,
         min_args=int(raw.get("min_args", 0)), container=bool(raw.get("container")),
-        last_arg=re.compile(raw["last_arg"]) if raw.get("last_arg") else None, raw=raw)
+        targets=raw.get("targets"), raw=raw)
 
 
 _POLICY: Policy | None = None

@@ -439,14 +439,14 @@ class _Reader:
         if name is None:
             node = dynamic[0][1] if dynamic and dynamic[0][0] == 0 else None
             shown = self.text(node) if node is not None else "?"
-            part.opaque = f"the command name `{_short(shown)}` is built at run time"
+            part.opaque = f"the command name `{shorten(shown)}` is built at run time"
             self.add(part)
             return
         normal = unicodedata.normalize("NFKC", name)
         if not normal.isascii():
             reads = normal.translate(_LOOKALIKES)
             hint = f" (reads as `{reads}`)" if reads.isascii() else ""
-            part.opaque = f"the command name `{_short(name)}` has non-ASCII or look-alike characters{hint}"
+            part.opaque = f"the command name `{shorten(name)}` has non-ASCII or look-alike characters{hint}"
             self.add(part)
             return
         part.words[0] = normal
@@ -476,7 +476,7 @@ class _Reader:
                 part.container = True
                 self.sub(code, level, part.via + (base,))
             elif piped:
-                part.opaque = (f"`{base}` runs text from `{_short(producer.text) if producer else 'a pipe'}`, "
+                part.opaque = (f"`{base}` runs text from `{shorten(producer.text) if producer else 'a pipe'}`, "
                                "which cannot be read before it runs")
             return
         runs = [(i, n) for i, n in dynamic if base in ("eval", "source", ".") or n.type == "process_substitution"]
@@ -489,7 +489,7 @@ class _Reader:
             fed = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
             code = inline.code_of(lang, part.words, fed)
             if code is None and piped and fed is None and lang != "sql" and inline.reads_stdin(lang, part.words):
-                part.opaque = (f"`{base}` runs code from `{_short(producer.text) if producer else 'a pipe'}`, "
+                part.opaque = (f"`{base}` runs code from `{shorten(producer.text) if producer else 'a pipe'}`, "
                                "which cannot be read before it runs")
             if code is not None:
                 found = inline.scan(lang, code)
@@ -511,13 +511,13 @@ class _Reader:
         for _, node in dynamic:
             subs = [n for n in _descendants(node, ("command_substitution", "process_substitution"))]
             if not subs or _has_variable_outside(node):
-                return f"text built at run time (`{_short(self.text(node))}`)"
+                return f"text built at run time (`{shorten(self.text(node))}`)"
             for sub in subs:
                 names = [_fixed_name(self.text(c.child_by_field_name("name"))) for c in
                          _descendants(sub, ("command",)) if c.child_by_field_name("name") is not None]
                 for name in names:
                     if name is None or name.rsplit("/", 1)[-1] in PRODUCES_UNKNOWN_CODE:
-                        return f"text from `{_short(self.text(sub))}`, which cannot be read before it runs"
+                        return f"text from `{shorten(self.text(sub))}`, which cannot be read before it runs"
         return None
 
     def sub(self, script: str, level: int, via: tuple[str, ...]) -> None:
@@ -566,8 +566,10 @@ def _fixed_name(text: str) -> str | None:
     return None if re.search(r"[$`\"'(]", text) else text
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
+def shorten(text: str, limit: int = 60) -> str:
+    """One printable line of at most `limit` characters (parts of commands reach terminals and
+    messages: no control characters, no newlines)."""
+    text = "".join(c if c.isprintable() else " " for c in " ".join(text.split()))
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from .policy import Verdict, decide
 from .inline import scan as inline_scan
-from .read import Part, Reading, read
+from .read import Part, Reading, read, shorten
 
 MAX_ENGINE_PARTS = 32  # distinct parts asked of the engine; beyond, the answer is unsure
 MAX_SHOWN = 160  # characters of the deciding part quoted in the rationale
@@ -178,7 +178,7 @@ def combine(plan: Plan, threshold: float) -> dict[str, Any]:
         abstained = confidence < threshold
         abstain_reason = "below_threshold" if abstained else None
         why = _why(deciding)
-    rationale = (f"part {shown.index} of {count}: {_short(shown.text)}: {why}" if shown is not None
+    rationale = (f"part {shown.index} of {count}: {shorten(shown.text, MAX_SHOWN)}: {why}" if shown is not None
                  else f"no part could be read: {why}")
     return {
         "type": "noul", "p_true": round(p, 6), "probabilities": {"true": round(p, 6), "false": round(1 - p, 6)},
@@ -187,7 +187,7 @@ def combine(plan: Plan, threshold: float) -> dict[str, Any]:
         "calibration": None, "model": (shown or deciding).model if (shown or deciding) is not None else None,
         "rationale": rationale[:2000],
         "part": None if shown is None else {
-            "index": shown.index, "of": count, "text": _short(shown.text),
+            "index": shown.index, "of": count, "text": shorten(shown.text, MAX_SHOWN),
             "rule": shown.verdict.rule if shown.verdict is not None else None,
             "destructive": None if shown.p is None or shown.unsure else shown.p >= 0.5},
     }
@@ -199,9 +199,3 @@ def _why(judged: Judged | None) -> str:
     if judged.verdict is not None:
         return f"rule {judged.verdict.rule}: {judged.verdict.why}"
     return f"p(destructive) = {judged.p:.2f} from {judged.model or 'the engine'}"
-
-
-def _short(text: str) -> str:
-    """One line, at most MAX_SHOWN characters, no control characters (it reaches a terminal)."""
-    text = "".join(c if c.isprintable() else " " for c in " ".join(text.split()))
-    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN - 1] + "…"
