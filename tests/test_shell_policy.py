@@ -85,7 +85,8 @@ def combined(command: str, engine: dict[str, dict], threshold: float = 0.6) -> d
 def test_the_most_destructive_part_decides_and_is_named():
     out = combined("git status && git log --oneline -5 && rm -rf ~", {})
     assert out["p_true"] == 1.0 and out["model"] == "rule:rm" and not out["abstained"]
-    assert out["part"] == {"index": 3, "of": 3, "text": "rm -rf ~", "rule": "rm", "destructive": True}
+    assert out["part"] == {"index": 3, "of": 3, "text": "rm -rf ~", "rule": "rm", "destructive": True,
+                           "why": "rule rm: deletes files or directories"}
     assert out["rationale"].startswith("part 3 of 3: rm -rf ~: rule rm")
 
 

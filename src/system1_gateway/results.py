@@ -67,6 +67,7 @@ class DecidingPart(BaseModel):
     text: str = Field(description="the part, shortened to 160 characters")
     rule: str | None = Field(description="the policy rule that decided it, or null (the engine did)")
     destructive: bool | None = Field(description="null when the part could not be judged")
+    why: str = Field(description="the rule and its reason, the engine's probability, or why it is unsure")
 
 
 class NoulAnswer(_AnswerBase):

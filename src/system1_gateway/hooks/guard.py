@@ -97,14 +97,10 @@ def _where(answer: dict[str, Any]) -> str:
 
 
 def _reason(answer: dict[str, Any], default: str = "the engine abstained") -> str:
-    """Why, from the rationale after the part (`rule rm: deletes files…`, `opaque: …`)."""
-    rationale = answer.get("rationale")
-    if isinstance(rationale, str) and answer.get("part"):
-        text = str(answer["part"].get("text") or "")
-        why = rationale.split(f"{text}: ", 1)[1] if f"{text}: " in rationale else ""
-        if why:
-            return why[:300]
-    return default
+    """Why the deciding part reads so (`rule rm: deletes files…`, `opaque: …`)."""
+    part = answer.get("part")
+    why = part.get("why") if isinstance(part, dict) else None
+    return why[:300] if isinstance(why, str) and why else default
 
 
 if __name__ == "__main__":

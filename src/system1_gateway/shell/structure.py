@@ -189,7 +189,8 @@ def combine(plan: Plan, threshold: float) -> dict[str, Any]:
         "part": None if shown is None else {
             "index": shown.index, "of": count, "text": shorten(shown.text, MAX_SHOWN),
             "rule": shown.verdict.rule if shown.verdict is not None else None,
-            "destructive": None if shown.p is None or shown.unsure else shown.p >= 0.5},
+            "destructive": None if shown.p is None or shown.unsure else shown.p >= 0.5,
+            "why": shorten(why, 300)},
     }
 
 
