@@ -41,6 +41,25 @@ SOURCES = {"destructive": ["commands-written", "commands-thirdparty", "commands-
            **{t: ["prompts-written-a", "prompts-written-b", "prompts-thirdparty"]
               for t in ("read_only", "design", "review", "specified")}}
 TASKS = list(SOURCES)
+ROUTING = ("read_only", "design", "review", "specified")
+# Real prompts people wrote for coding agents, one folder per kind of source; each row names
+# its repository. A stable quarter of the repositories is held out: never trained or tuned on
+# (scripts/routing_study.py scores it), so the shipped heads' figures on it are honest.
+REAL_HELD_OUT = 0.25
+
+
+def real_sources() -> list[str]:
+    return sorted(p.name for p in DATA.glob("prompts-real-*") if (p / "examples.jsonl").is_file())
+
+
+def real_held_out(repo: str) -> bool:
+    import hashlib
+
+    return int(hashlib.sha256(repo.lower().encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < REAL_HELD_OUT
+
+
+def _rows(source: str) -> list[dict]:
+    return [json.loads(line) for line in (DATA / source / "examples.jsonl").read_text().splitlines() if line.strip()]
 
 
 def norm(text: str) -> str:
@@ -59,8 +78,10 @@ def held_out(state: str, fraction: float) -> bool:
     return fraction > 0 and int(hashlib.sha256(norm(state).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < fraction
 
 
-def load(task: str, holdout: float = 0.0) -> tuple[list[dict], list[dict], dict]:
-    """(dev items, own items after deduplication, counts of what was dropped and why)."""
+def load(task: str, holdout: float = 0.0, real: bool = True,
+         own_sources: bool = True) -> tuple[list[dict], list[dict], dict]:
+    """(dev items, own items after deduplication, counts of what was dropped and why). For a
+    routing question "own" includes the real prompts of the training repositories (`real`)."""
     dev = [json.loads(line) for line in (DATA / "dev" / "dev_builtins.jsonl").read_text().splitlines()
            if line.strip() and json.loads(line)["task"] == task]
     canonical = builtins.BUILTINS[task].question()
@@ -69,11 +90,11 @@ def load(task: str, holdout: float = 0.0) -> tuple[list[dict], list[dict], dict]
     dev_grams = [grams(d["state"]) for d in dev]
     seen: dict[str, dict] = {}
     dropped = {"same_as_dev": 0, "near_dev": 0, "repeated": 0, "conflicting": 0}
-    for source in SOURCES[task]:
-        for line in (DATA / source / "examples.jsonl").read_text().splitlines():
-            if not line.strip():
+    sources = (SOURCES[task] if own_sources else []) + (real_sources() if real and task in ROUTING else [])
+    for source in sources:
+        for item in _rows(source):
+            if "repo" in item and real_held_out(item["repo"]):
                 continue
-            item = json.loads(line)
             if held_out(item["state"], holdout):
                 continue
             key = norm(item["state"])
@@ -95,6 +116,25 @@ def load(task: str, holdout: float = 0.0) -> tuple[list[dict], list[dict], dict]
             seen[key] = row
     own = [r for r in seen.values() if not r.get("conflict")]
     return dev, own, dropped
+
+
+def real_test(task: str) -> list[dict]:
+    """The real prompts of the held-out repositories, minus any with a near-duplicate among the
+    dev items or the training data (the same 80 % 5-gram rule)."""
+    dev, train, _ = load(task)
+    known = [grams(d["state"]) for d in dev + train]
+    known_norm = {norm(d["state"]) for d in dev + train}
+    out, seen = [], set()
+    for source in real_sources():
+        for item in _rows(source):
+            if not real_held_out(item["repo"]) or norm(item["state"]) in known_norm | seen:
+                continue
+            g = grams(item["state"])
+            if any(len(g & k) / max(1, len(g | k)) >= 0.8 for k in known):
+                continue
+            seen.add(norm(item["state"]))
+            out.append({"state": item["state"], "expected": bool(item[task]), "source": source, "repo": item["repo"]})
+    return out
 
 
 def main() -> int:
@@ -129,8 +169,8 @@ def main() -> int:
         y_dev = np.array([0 if d["expected"] else 1 for d in dev])
         y_own = np.array([0 if d["expected"] else 1 for d in own])
         options = option_texts(parse_judge({"state": "", "questions": {"q": b.question()}}).questions["q"])
-        X_dev = fit.featurize([d["state"] for d in dev], engine.embed, options)
-        X_own = fit.featurize([d["state"] for d in own], engine.embed, options)
+        X_dev = fit.featurize([d["state"] for d in dev], engine.embed_whole, options)
+        X_own = fit.featurize([d["state"] for d in own], engine.embed_whole, options)
         raw, cal = fit.cross_validate(X_dev, y_dev, 2, k=5, extra=X_own, extra_y=y_own)
         entry = {"dev": len(dev), "own": len(own), "own_by_source": _by_source(own), "dropped": dropped,
                  "head_cv": metrics.summary(cal, y_dev), "head_cv_uncalibrated": metrics.summary(raw, y_dev)}

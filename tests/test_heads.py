@@ -285,3 +285,40 @@ def test_warm_reads_the_heads_and_caches_the_builtins_option_embeddings():
         assert tuple(heads.option_texts(_parsed(b.question()))) in cache, b.name
     assert provider.head_store()._shipped is not None  # files read and checked at warm-up
     provider.close()
+
+
+# -- reading long prompts whole ------------------------------------------------------------------
+def test_whole_reading_equals_the_first_window_for_short_text_and_reads_the_tail_of_long_text(fast_provider):
+    engine = fast_provider._fast_engine()
+    short = ["git status", "Explain what the retry decorator in src/net.py does."]
+    assert np.allclose(engine.embed(short), engine.embed_whole(short), atol=1e-6)
+    head_ = "## Task\nRefactor the payment module.\n" + "Background detail about the project. " * 120
+    a, b = head_ + "\n## Output\nOnly list the problems; do not change any file.", head_ + "\n## Output\nRewrite every file."
+    first = engine.embed([a, b])
+    whole = engine.embed_whole([a, b])
+    assert np.allclose(first[0], first[1], atol=1e-6)  # the first window never sees the last line
+    assert float(whole[0] @ whole[1]) < 0.999  # read whole, the two differ
+    assert np.allclose(np.linalg.norm(whole, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_head_reads_the_evidence_the_way_it_was_trained(fast_provider, tmp_path, monkeypatch):
+    """A head made before whole reading (feature version @2) still loads and is fed the first
+    window; a current head is fed the whole text. Each gets the embedding it was trained on."""
+    old_version = next(v for v, r in heads.READINGS.items() if r == "first")
+    assert heads.READINGS[FEATURE_VERSION] == "whole"
+    q = _parsed(DESTRUCTIVE.question())
+    seen = {}
+    engine = fast_provider._fast_engine()
+    for version in (old_version, FEATURE_VERSION):
+        head = toy_head(q.wording_hash(), name=f"v{version[-1]}", feature_version=version)
+        head.save(tmp_path / "h.npz")
+        head = Head.load(tmp_path / "h.npz")
+        calls = []
+        monkeypatch.setattr(engine, "embed", lambda texts, f=engine.embed: calls.append("first") or f(texts))
+        monkeypatch.setattr(engine, "embed_whole", lambda texts, f=engine.embed_whole: calls.append("whole") or f(texts))
+        monkeypatch.setattr(fast_provider, "head_store", lambda h=head: type("S", (), {"find": lambda self, _q: h})())
+        (answer,) = fast_provider._head_answers([q], "rm -rf build/")
+        assert answer[0] is head and abs(answer[1].sum() - 1) < 1e-6
+        seen[head.reading] = calls
+        monkeypatch.undo()
+    assert seen == {"first": ["first"], "whole": ["whole"]}

@@ -63,7 +63,8 @@ class Features:
 
 def featurize(texts: list[str], embed: Callable[[list[str]], np.ndarray], options: list[str],
               progress: Callable[[int], None] | None = None) -> Features:
-    """`embed` is the fast tier's FastEngine.embed (the exact function the engine runs);
+    """`embed` is the fast tier's FastEngine.embed_whole (the exact function the engine runs for
+    a head of FEATURE_VERSION; FastEngine.embed for an older head that reads the first window);
     `options` the question's option texts (heads.option_texts), in label order."""
     embs = []
     for start in range(0, len(texts), EMBED_BATCH):
@@ -132,9 +133,12 @@ class Choice:
 
 
 def select(X: Features, y: np.ndarray, n_labels: int, k: int = 5, seed: int = 0,
-           weights: tuple[float, ...] = CHARS_WEIGHTS, cs: tuple[float, ...] = CS) -> Choice:
+           weights: tuple[float, ...] = CHARS_WEIGHTS, cs: tuple[float, ...] = CS,
+           temperature_rows: np.ndarray | None = None) -> Choice:
     """Hyper-parameters by k-fold log-loss (each after its own temperature), and the
-    temperature fitted on the chosen setting's out-of-fold logits."""
+    temperature fitted on the chosen setting's out-of-fold logits — of `temperature_rows`
+    only, when given: the rows most like the text the head will meet (real prompts rather than
+    ones written for the criteria), so its confidence is honest where it is used."""
     folds = _folds(y, k, seed)
     best: Choice | None = None
     best_loss = np.inf
@@ -148,13 +152,16 @@ def select(X: Features, y: np.ndarray, n_labels: int, k: int = 5, seed: int = 0,
             if loss < best_loss - 1e-9:
                 best, best_loss = Choice(w, C, T, oof), loss
     assert best is not None
+    if temperature_rows is not None and len(temperature_rows):
+        best.temperature = fit_temperature(best.oof_logits[temperature_rows], y[temperature_rows])
     return best
 
 
 def fit_head(X: Features, y: np.ndarray, labels: list[str], meta: dict[str, Any], k: int = 5,
-             seed: int = 0, grid: tuple[tuple[float, ...], tuple[float, ...]] = (CHARS_WEIGHTS, CS)) -> Head:
+             seed: int = 0, grid: tuple[tuple[float, ...], tuple[float, ...]] = (CHARS_WEIGHTS, CS),
+             temperature_rows: np.ndarray | None = None) -> Head:
     """The head trained on every row, with the hyper-parameters and temperature of `select`."""
-    choice = select(X, y, len(labels), k, seed, *grid)
+    choice = select(X, y, len(labels), k, seed, *grid, temperature_rows=temperature_rows)
     lin = _fit(X, y, len(labels), choice.chars_weight, choice.C)
     return Head({"format": FORMAT, "feature_version": FEATURE_VERSION, "labels": labels,
                  "chars_weight": choice.chars_weight, "C": choice.C, "temperature": round(choice.temperature, 6),
@@ -314,7 +321,7 @@ def fit_adapted_head(X: Features, y: np.ndarray, base: Head, meta: dict[str, Any
     margin = _base_margin(X, base)
     C, T = _adapt_select(X, y, base, margin, seed, cs)
     lin = _fit_adapted(X, y, base, C, margin)
-    return Head({"format": FORMAT, "feature_version": FEATURE_VERSION, "labels": list(base.labels),
+    return Head({"format": FORMAT, "feature_version": base.meta["feature_version"], "labels": list(base.labels),
                  "chars_weight": lin.chars_weight, "C": C, "temperature": round(T, 6),
                  "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta},
                 lin.W.astype(np.float32), lin.b.astype(np.float32))

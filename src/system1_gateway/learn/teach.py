@@ -137,7 +137,7 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
     for g in fit_groups:
         labels = labels_of(g.question)
         y = np.array(g.y)
-        X = fit.featurize(g.texts, engine.embed, option_texts(g.question))
+        X = fit.featurize(g.texts, engine.embed_whole, option_texts(g.question))
         raw, cal = fit.cross_validate(X, y, len(labels), k, grid=fit.TEACH_GRID)
         entry: dict[str, Any] = {"hash": g.key, "name": head_name(g), "labels": len(y), "error": None, "head": None,
                                  "head_cv": metrics.summary(cal, y), "head_cv_uncalibrated": metrics.summary(raw, y)}
@@ -147,11 +147,13 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
         base = current_heads.get(g.key)
         if base is not None:
             origin, base_head = base
-            current = fit.head_probs(X, base_head)
+            # today's head, measured (and adapted) on the features it reads
+            Xb = X if base_head.reading == "whole" else fit.featurize(g.texts, engine.embed, option_texts(g.question))
+            current = fit.head_probs(Xb, base_head)
             entry["current"] = {"answerer": f"{origin} head {base_head.name}", **metrics.summary(current, y)}
             if len(labels) == 2:
                 # the existing head adapted to these labels, measured on the same folds
-                adapted = fit.adapt_cross_validate(X, y, base_head, k)
+                adapted = fit.adapt_cross_validate(Xb, y, base_head, k)
                 entry["adapted_cv"] = metrics.summary(adapted, y)
                 candidates["adapted"] = entry["adapted_cv"]["accuracy"]
         if g.key in zs:
@@ -184,7 +186,7 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
                 "metrics": {"cv_k": k, "head": entry["head_cv"], "adapted": entry.get("adapted_cv"),
                             "current": entry.get("current"), "zero_shot": entry.get("zero_shot")}}
         if kind == "adapted":
-            head = fit.fit_adapted_head(X, y, base[1], meta)
+            head = fit.fit_adapted_head(Xb, y, base[1], meta)
         else:
             head = fit.fit_head(X, y, labels, meta, k=k, grid=fit.TEACH_GRID)
         entry["temperature"] = head.temperature

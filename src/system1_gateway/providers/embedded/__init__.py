@@ -397,10 +397,12 @@ class EmbeddedProvider(BaseProvider):
         from .heads import char_features, option_texts, similarities
 
         engine = self._fast_engine()
-        embedding = engine.embed([state_text])[0]
+        embeddings = {r: (engine.embed_whole if r == "whole" else engine.embed)([state_text])[0]
+                      for r in {h.reading for h in heads if h is not None}}
         chars = char_features(state_text)
         return [None if h is None else
-                (h, h.probs(embedding, chars, similarities(embedding, engine.options(option_texts(q)))))
+                (h, h.probs(embeddings[h.reading], chars,
+                            similarities(embeddings[h.reading], engine.options(option_texts(q)))))
                 for q, h in zip(questions, heads)]
 
     def _decide_all(self, questions: list[Any], state_text: str, deadline: float,

@@ -27,6 +27,11 @@ from .assets import MINILM_ONNX_SHA256, TOKENIZER_PATH, AssetError, minilm_onnx_
 
 MAX_TOKENS = 256
 TEMPERATURE = 0.05
+# Chunked reading (`embed_whole`): a long text is read in windows of MAX_TOKENS and its
+# embedding is the mean over every token of every window, so a 40-line prompt template is read
+# whole, not cut after its first paragraph. At most this many windows (~6,000 characters of
+# English); a longer text's tail is not read.
+MAX_CHUNKS = 8
 
 
 class FastEngine:
@@ -43,6 +48,10 @@ class FastEngine:
         self.tokenizer.encode_special_tokens = True  # "[SEP]" in a text is text, not a separator
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.enable_padding()
+        self._whole = Tokenizer.from_file(str(TOKENIZER_PATH))
+        self._whole.encode_special_tokens = True
+        self._whole.no_truncation()
+        self._whole.no_padding()
         self._cache: dict[tuple[str, ...], np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -55,6 +64,39 @@ class FastEngine:
         )
         m = mask[..., None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+    def embed_whole(self, texts: list[str]) -> np.ndarray:
+        """Like `embed`, but a text longer than one window is read in up to MAX_CHUNKS windows
+        (each with its own [CLS]/[SEP]) and mean-pooled over all their tokens. A text that fits
+        one window gets exactly `embed`'s vector."""
+        encs = self._whole.encode_batch(texts)
+        cls, sep = encs[0].ids[0] if encs and encs[0].ids else 101, 102
+        windows: list[list[int]] = []
+        owner: list[int] = []
+        for i, enc in enumerate(encs):
+            body = enc.ids[1:-1]
+            step = MAX_TOKENS - 2
+            for start in range(0, max(1, len(body)), step)[:MAX_CHUNKS]:
+                windows.append([cls, *body[start:start + step], sep])
+                owner.append(i)
+        width = max(len(w) for w in windows)
+        ids = np.zeros((len(windows), width), np.int64)
+        mask = np.zeros((len(windows), width), np.int64)
+        for row, w in enumerate(windows):
+            ids[row, :len(w)] = w
+            mask[row, :len(w)] = 1
+        (hidden,) = self.session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )
+        m = mask[..., None].astype(np.float32)
+        sums = (hidden * m).sum(axis=1)
+        counts = m.sum(axis=1)
+        pooled = np.zeros((len(texts), sums.shape[1]), np.float32)
+        total = np.zeros((len(texts), 1), np.float32)
+        np.add.at(pooled, np.array(owner), sums)
+        np.add.at(total, np.array(owner), counts)
+        pooled /= np.maximum(total, 1e-9)
         return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
     def options(self, descriptions: list[str]) -> np.ndarray:

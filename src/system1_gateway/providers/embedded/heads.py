@@ -48,9 +48,14 @@ CHAR_DIM = 1 << 13
 CHAR_NGRAMS = (3, 4, 5)
 # Changes whenever features are computed differently: heads made for another version are refused.
 SIM_SCALE = 20.0  # similarities / 0.05: the fast tier's own softmax temperature
-FEATURE_VERSION = f"minilm-l6-int8-mean+chars{CHAR_NGRAMS[0]}-{CHAR_NGRAMS[-1]}x{CHAR_DIM}+optsims@2"
+_FEATURES = f"chars{CHAR_NGRAMS[0]}-{CHAR_NGRAMS[-1]}x{CHAR_DIM}+optsims"
+# How a head's embedding reads the evidence: "first" = its first 256 tokens (heads made before
+# 0.3.0, still accepted), "whole" = in windows over up to 8 x 256 tokens (FastEngine.embed_whole;
+# identical for short texts). New heads read whole.
+READINGS = {f"minilm-l6-int8-mean+{_FEATURES}@2": "first", f"minilm-l6-int8-whole8+{_FEATURES}@3": "whole"}
+FEATURE_VERSION = f"minilm-l6-int8-whole8+{_FEATURES}@3"
 SHIPPED_DIR = Path(__file__).resolve().parent / "heads_shipped"
-MAX_TEXT = 20_000  # characters read for n-grams (the embedding reads its first 256 tokens)
+MAX_TEXT = 20_000  # characters read for n-grams
 
 _SPACE = re.compile(r"\s+")
 
@@ -113,6 +118,11 @@ class Head:
         return self.meta["question_hash"]
 
     @property
+    def reading(self) -> str:
+        """"first" or "whole": which embedding of the evidence this head was trained on."""
+        return READINGS[self.meta["feature_version"]]
+
+    @property
     def temperature(self) -> float:
         return float(self.meta["temperature"])
 
@@ -171,8 +181,9 @@ def checksum(W: np.ndarray, b: np.ndarray) -> str:
 def _check(meta: Any, W: np.ndarray, b: np.ndarray) -> None:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise HeadError(f"format {meta.get('format') if isinstance(meta, dict) else '?'}, expected {FORMAT}")
-    if meta.get("feature_version") != FEATURE_VERSION:
-        raise HeadError(f"made for features {meta.get('feature_version')!r}, this engine computes {FEATURE_VERSION!r}")
+    if meta.get("feature_version") not in READINGS:
+        raise HeadError(f"made for features {meta.get('feature_version')!r}, this engine computes "
+                        + " or ".join(repr(v) for v in READINGS))
     for key in ("name", "question_hash", "type", "labels", "temperature"):
         if key not in meta:
             raise HeadError(f"metadata lacks {key!r}")
