@@ -504,7 +504,7 @@ def test_lines_hooks_append_during_the_rewrite_are_kept(tmp_path, monkeypatch):
             real_replace(src, dst)
 
     monkeypatch.setattr(outcomes, "_revised", revised)
-    monkeypatch.setattr(outcomes.os, "replace", replace)
+    monkeypatch.setattr(os, "replace", replace)  # the rewrite lives in routing.log
     result = outcomes.apply_to_log(log, {p.tool_use_id: p for p in outcomes.propose(outcomes.collect(FIXTURES))})
     assert result.written
     data = log.read_bytes()
@@ -537,9 +537,9 @@ def test_cli_prints_counts_and_doubtful_without_briefs(capsys):
 
 
 def test_cli_default_log_and_since(tmp_path, capsys):
-    from system1_gateway.hooks.common import log_path
+    from system1_gateway.routing import log as routing_log
 
-    log = Path(log_path())  # under this test's SYSTEM1_STATE_DIR
+    log = Path(routing_log.path())  # under this test's SYSTEM1_STATE_DIR
     make_log(log)
     projects = tmp_path / "projects"
     shutil.copytree(FIXTURES, projects)

@@ -39,7 +39,7 @@ def _in_wheel() -> set[str]:
 def _runtime_data() -> dict[str, Path]:
     """Every data file the code opens, named by the constant (or function) that opens it."""
     from system1_gateway import builtins, calibration, pi_install
-    from system1_gateway.hooks import rule
+    from system1_gateway.routing import rule
     from system1_gateway.insight import prices
     from system1_gateway.providers.embedded import assets, heads
 
@@ -48,7 +48,7 @@ def _runtime_data() -> dict[str, Path]:
         "insight.prices.SHIPPED": prices.SHIPPED,
         "embedded.assets.TOKENIZER_PATH": assets.TOKENIZER_PATH,
         "embedded MiniLM NOTICE": assets.TOKENIZER_PATH.with_name("NOTICE"),
-        "hooks.rule.DEFAULT (the routing rule)": Path(rule.DEFAULT),
+        "routing.rule.DEFAULT (the routing rule)": Path(rule.DEFAULT),
     }
     for name in builtins.BUILTINS:
         files[f"heads_shipped/{name}.npz"] = heads.SHIPPED_DIR / f"{name}.npz"

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 from . import common
 from .common import NoAnswer, Run
-from .rule import RuleError, apply_rule
+from ..routing.rule import RuleError, apply_rule
 
 
 def body(run: Run) -> None:

@@ -17,12 +17,11 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 from .. import client, toggle
-from ..paths import state_file
+from ..routing import FEATURES as ROUTING_FEATURES
+from ..routing import log as routing_log
 from . import settings as hook_settings
 
 MAX_PAYLOAD_BYTES = 8 << 20  # Claude Code's hook input is small; a huge one is not ours to parse
-ROUTING_FEATURES = ("read_only", "design", "review", "specified")  # the built-ins the rule reads
-TIERS = ("haiku", "sonnet", "opus")
 MARGIN_S = 0.1  # the engine's deadline is the budget minus this: the HTTP reply fits in the cap
 
 
@@ -207,30 +206,15 @@ def logs_here(run: Run, cwd: str) -> bool:
     return False
 
 
-def log_path() -> str:
-    return state_file("logs", "routing.jsonl")
-
-
 def append_log(run: Run, record: dict[str, Any]) -> None:
-    """Append one JSON line to the routing log (0600; one write on an O_APPEND descriptor, so
-    concurrent hooks never interleave lines)."""
-    path = log_path()
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
-    run.say(f"logged {record.get('source')} entry to {path}")
+    """Append one record to the routing log (routing/log.py)."""
+    run.say(f"logged {record.get('source')} entry to {routing_log.append(record)}")
 
 
 def base_record(run: Run, source: str) -> dict[str, Any]:
     cwd = run.text("cwd") or os.getcwd()
-    return {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "source": source,
-            "session_id": run.text("session_id") or None, "prompt_id": run.text("prompt_id") or None,
-            "repo": repo_of(cwd), "cwd": cwd}
+    return routing_log.record(source, run.text("session_id"), run.text("prompt_id"), repo_of(cwd), cwd)
 
 
 def feature_record(features: dict[str, tuple[bool, float]]) -> dict[str, Any]:
-    return {name: {"answer": yes, "confidence": round(conf, 4)} for name, (yes, conf) in features.items()}
+    return routing_log.features(features)

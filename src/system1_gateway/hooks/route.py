@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from . import common, skills
 from .common import NoAnswer, Run
-from .rule import RuleError, apply_rule
+from ..routing.rule import RuleError, apply_rule
 
 NONE_SKILL = "none"
 NONE_DESCRIPTION = "None of the listed skills fits this request."

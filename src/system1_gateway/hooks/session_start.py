@@ -13,7 +13,6 @@ plugin's launcher (hooks/session-start.sh) before Python is even looked for.
 
 from __future__ import annotations
 
-import json
 import sys
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
 if TYPE_CHECKING:
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
 
 from .. import client
 from ..paths import state_file
+from ..routing import log as routing_log
 from . import common
 from .common import Run
 
@@ -36,32 +36,13 @@ def config_problem(run: Run) -> str | None:
 
 def unlabelled_prompts() -> int:
     """Logged prompts (source "prompt") not yet in the labels file."""
-    labelled: set[str] = set()
-    try:
-        with open(state_file("logs", "labels.jsonl"), encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(entry, dict) and isinstance(entry.get("prompt_id"), str):
-                    labelled.add(entry["prompt_id"])
-    except OSError:
-        pass
+    labelled = {e["prompt_id"] for _, e in routing_log.entries(state_file("logs", "labels.jsonl"))
+                if isinstance(e.get("prompt_id"), str)}
     count = 0
-    try:
-        with open(common.log_path(), encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if '"source":"prompt"' not in line:
-                    continue
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                if entry.get("prompt_id") not in labelled:
-                    count += 1
-    except OSError:
-        return 0
+    for _, entry in routing_log.entries(only='"source":"prompt"'):
+        pid = entry.get("prompt_id")
+        if not (isinstance(pid, str) and pid in labelled):
+            count += 1
     return count
 
 

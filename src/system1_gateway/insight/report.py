@@ -21,13 +21,13 @@ differently, and the report says so.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..routing import log as routing_log
 from .prices import TIERS, PriceTable, Tokens
 from .transcripts import Stats, TranscriptFile, iter_files, iter_records, iter_usage, model_family
 
@@ -184,26 +184,16 @@ def join_log(facts: Facts, log: Path) -> int:
     Returns the number of log entries joined."""
     by_id = {p.prompt_id: p for prompts in facts.prompts.values() for p in prompts if p.prompt_id}
     joined = 0
-    try:
-        handle = open(log, encoding="utf-8", errors="replace")
-    except OSError:
-        return 0
-    with handle:
-        for line in handle:
-            if '"source":"prompt"' not in line:
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            prompt = by_id.get(entry.get("prompt_id")) if isinstance(entry, dict) else None
-            if prompt is None:
-                continue
-            joined += 1
-            if entry.get("rule_tier") in RANK:
-                prompt.rule_tier = entry["rule_tier"]
-                if entry.get("hinted") is True and prompt.hint_tier is None:
-                    prompt.hint_tier = entry["rule_tier"]
+    for _, entry in routing_log.entries(log, only='"source":"prompt"'):
+        pid = entry.get("prompt_id")
+        prompt = by_id.get(pid) if isinstance(pid, str) else None
+        if prompt is None:
+            continue
+        joined += 1
+        if entry.get("rule_tier") in RANK:
+            prompt.rule_tier = entry["rule_tier"]
+            if entry.get("hinted") is True and prompt.hint_tier is None:
+                prompt.hint_tier = entry["rule_tier"]
     return joined
 
 

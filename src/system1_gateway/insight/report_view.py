@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-    from ..learn.pending import routing_log_path
+    from ..routing import log as routing_log
     from .transcripts import default_root, iter_files
 
     console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.projects).expanduser() if args.projects else default_root()
     if args.projects and not root.is_dir():
         return refuse(f"--projects: {root} is not a directory")
-    log = Path(args.log).expanduser() if args.log else routing_log_path()
+    log = Path(args.log).expanduser() if args.log else Path(routing_log.path())
     if args.log and not log.exists():
         return refuse(f"--log: {log} does not exist")
     try:

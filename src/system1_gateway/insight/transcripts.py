@@ -1,6 +1,6 @@
 """Claude Code transcripts, read as a stream in constant memory.
 
-Layout (claude 2.1.332, ../shared/reference/claude_mcp.md §6): `<root>/<slug>/<session>.jsonl`
+Layout (as written by claude 2.1.332): `<root>/<slug>/<session>.jsonl`
 for the main loop and `<root>/<slug>/<session>/subagents/agent-<agentId>.jsonl` for each
 subagent, root `~/.claude/projects` (`$CLAUDE_CONFIG_DIR/projects` when set). One JSON
 record per line; the format is internal to Claude Code and changes between versions, so

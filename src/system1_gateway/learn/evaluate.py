@@ -34,7 +34,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .pending import OUTCOME_LABELS, ROUTING_FEATURES, LabelStore, _lines, routing_log_path
+from ..routing import FEATURES as ROUTING_FEATURES
+from ..routing import log as routing_log
+from .pending import OUTCOME_LABELS, LabelStore
 
 EXIT_READY, EXIT_INVALID, EXIT_NOT_READY = 0, 2, 3
 TIER_RANK = {"haiku": 0, "sonnet": 1, "opus": 2}
@@ -64,7 +66,7 @@ def auroc(scores: np.ndarray, positive: np.ndarray) -> float | None:
 
 def _entries(log: Path, store: LabelStore) -> Iterator[dict[str, Any]]:
     """Log entries worth asking about: text, feature labels, and outcome (label over auto)."""
-    for _, entry in _lines(log):
+    for _, entry in routing_log.entries(log):
         source = entry.get("source")
         if source not in ("prompt", "agent") or not isinstance(entry.get("prompt"), str) or not entry["prompt"].strip():
             continue
@@ -127,7 +129,7 @@ def _answered(provider: str | None, entries: Iterator[dict[str, Any]]) -> Iterat
 
 
 def _tier(features: dict[str, bool]) -> str | None:
-    from ..hooks.rule import RuleError, apply_rule
+    from ..routing.rule import RuleError, apply_rule
 
     try:
         return apply_rule(features)
@@ -150,7 +152,7 @@ def _rule_scores(rows: list[tuple[str, str, str | None]]) -> dict[str, Any]:
 
 
 def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
-    log = Path(args.log) if args.log else routing_log_path()
+    log = Path(args.log) if args.log else Path(routing_log.path())
     if args.log and not log.exists():
         raise Refused(f"--log: {log} does not exist")
     store = LabelStore(Path(args.labels_file)) if args.labels_file else LabelStore()

@@ -1,7 +1,7 @@
 """Scores of probabilistic answers (numpy only): accuracy, ECE, Brier, NLL.
 
 `probs` is (n, classes), `y` the index of the right class per row. ECE uses 10 equal-width
-bins on the top-class probability (SPEC §6).
+bins on the top-class probability.
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import time
@@ -287,75 +286,13 @@ def count_matches(log: Path, proposals: dict[str, Proposal]) -> int:
 
 
 def apply_to_log(log: Path, proposals: dict[str, Proposal]) -> LogResult:
-    """Write the proposals into the routing log: a new file in the same directory, then one
-    rename, the old content kept as `<log>.bak`. Nothing is written when nothing changes.
+    """Write the proposals into the routing log (routing.log.rewrite: atomic, keeps `<log>.bak`,
+    copies what hooks append meanwhile). Nothing is written when nothing changes."""
+    from ..routing import log as routing_log
 
-    Concurrency: the hooks append without a lock (one O_APPEND write per line), so instead
-    of locking them out this copies what they append during the rewrite: bytes past the
-    point read are copied before the rename, and once more after it (a hook that opened the
-    old name just before the rename writes into the old file, which is still open here).
-    Two `outcomes --apply` runs are serialised by an flock on `<log>.lock`, which hooks
-    never take."""
     counts = LogResult()
-    with _lock(log), open(log, "rb") as src:
-        tmp, bak = log.with_name(f".{log.name}.{os.getpid()}.tmp"), log.with_name(log.name + ".bak")
-        bak_tmp = bak.with_name(f".{bak.name}.{os.getpid()}.tmp")
-        try:
-            with _private(tmp) as out, _private(bak_tmp) as old:
-                for line in src:
-                    old.write(line)
-                    out.write(_revised(line, proposals, counts) or line)
-                if not counts.updated:
-                    raise _Unchanged
-                rest = src.read()  # appended while we read
-                old.write(rest)
-                out.write(rest)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(bak_tmp, bak)
-            os.replace(tmp, log)
-            counts.written = True
-        except _Unchanged:
-            pass
-        finally:
-            for path in (tmp, bak_tmp):
-                path.unlink(missing_ok=True)
-        if counts.written:
-            time.sleep(0.05)  # a hook that opened the old name just before the rename
-            late = src.read()
-            if late:
-                fd = os.open(log, os.O_WRONLY | os.O_APPEND)
-                try:
-                    os.write(fd, late)
-                finally:
-                    os.close(fd)
+    counts.written = routing_log.rewrite(log, lambda line: _revised(line, proposals, counts))
     return counts
-
-
-class _Unchanged(Exception):
-    pass
-
-
-def _private(path: Path):
-    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
-
-
-class _lock:
-    def __init__(self, log: Path):
-        self.path = log.with_name(log.name + ".lock")
-        self.fd: int | None = None
-
-    def __enter__(self) -> None:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no flock; a concurrent second apply is the user's doing
-            return
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing releases the flock
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -390,9 +327,9 @@ def run(args: argparse.Namespace) -> int:
         if not log.is_file():
             return _fail(f"--log: no such file: {log}")
     else:
-        from ..hooks.common import log_path
+        from ..routing import log as routing_log
 
-        log = Path(log_path())
+        log = Path(routing_log.path())
     t0 = time.perf_counter()
     stats = Stats()
     proposals = propose(collect(root, since, stats=stats))

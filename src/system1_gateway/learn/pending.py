@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..paths import state_file
+from ..routing import FEATURES as ROUTING_FEATURES
+from ..routing import log as routing_log
+from ..routing.log import entries as _lines  # the same tolerant JSON-lines reader, for any file
 
-ROUTING_FEATURES = ("read_only", "design", "review", "specified")
 OUTCOME_LABELS = ["succeeded", "failed"]
 MAX_TEXT = 20_000  # a logged prompt longer than this is judged on its head, as the hook did
 
@@ -47,26 +49,6 @@ def labels_path() -> Path:
     return Path(state_file("logs", "labels.jsonl"))
 
 
-def routing_log_path() -> Path:
-    return Path(state_file("logs", "routing.jsonl"))
-
-
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of each readable JSON-object line; others are skipped."""
-    try:
-        handle = open(path, encoding="utf-8", errors="replace")
-    except OSError:
-        return
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict):
-                yield number, entry
-
-
 def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
 
@@ -86,7 +68,7 @@ def _feature_items(entry: dict[str, Any], origin: str, text: str, ident: str,
 
 def from_routing_log(path: Path | None = None) -> Iterator[Item]:
     """Every labellable item the hooks logged, oldest first."""
-    for number, entry in _lines(path or routing_log_path()):
+    for number, entry in routing_log.entries(path):
         source = entry.get("source")
         if source in ("prompt", "agent"):
             text = entry.get("prompt")

@@ -1,5 +1,5 @@
 """The user's routing rule: `~/.config/system1/routing_rule.py`, copied from the default
-(`routing_rule.py` beside this module) the first time a hook needs it.
+(`default_rule.py` beside this module) the first time a hook needs it.
 
 The file is the user's own code, run in the hook process like a shell alias would be: it is
 compiled and executed in a fresh namespace (no import machinery, ≈ 0.2 ms), and its
@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 from ..paths import config_path
-from .common import TIERS
+from . import TIERS
 
-DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "routing_rule.py")
+DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default_rule.py")
 
 
 class RuleError(Exception):
