@@ -1,4 +1,4 @@
-"""The gateway's check of provider answers, and their canonical form (SPEC §3).
+"""The gateway's check of provider answers, and their canonical form (docs/requests.md).
 
 Adapters translate wire dialects; this module decides whether what they produced is an
 answer at all. Anything it rejects becomes `malformed_response` for that rung. It also
@@ -123,7 +123,7 @@ def finalize(request: JudgeRequest, raw_answers: Any, threshold: float | None, d
         raw = raw_answers[qid]
         if isinstance(raw, dict) and raw.get("type") == "refusal":
             # A per-question refusal is a typed no-answer entry: never coerced into a value,
-            # never a reason to advance (SPEC §3).
+            # never a reason to advance the waterfall.
             result[qid] = {"type": "refusal", "question_type": question.type, "abstained": True,
                            "abstain_reason": "refused", "calibrated": False,
                            "rationale": encodable(raw["rationale"][:MAX_RATIONALE])
@@ -133,7 +133,7 @@ def finalize(request: JudgeRequest, raw_answers: Any, threshold: float | None, d
         answer_model = answer.pop("model", None) or model
         fit = fits(question.wording_hash(), len(answer["probabilities"]), answer_model) if fits else None
         if fit is not None:
-            _apply(answer, fit)  # SPEC §3: calibration comes before the threshold
+            _apply(answer, fit)  # calibration comes before the threshold
         bar = threshold if threshold is not None else (
             fit.threshold if fit is not None and fit.threshold is not None else default_threshold)
         confidence = max(answer["probabilities"].values())

@@ -1,4 +1,4 @@
-"""One metadata-only audit record per request (SPEC §3).
+"""One metadata-only audit record per request (docs/configuration.md).
 
 Records go to the log at INFO and are appended to `<state dir>/logs/audit.jsonl` (local
 only), which later feeds reports (status counts come from the shared state). State, questions and answers are added

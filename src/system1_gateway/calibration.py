@@ -1,4 +1,4 @@
-"""Honest confidence (SPEC §6): one temperature per (provider, model, question), applied by the
+"""Honest confidence (docs/confidence.md): one temperature per (provider, model, question), applied by the
 core to every engine's answer before the threshold.
 
 Fits come from two files: `calibration.json` shipped in the package (every install starts

@@ -1,4 +1,4 @@
-"""The waterfall (SPEC §3): one request walks the rungs under one deadline.
+"""The waterfall (docs/waterfall.md): one request walks the rungs under one deadline.
 
 `Rungs` owns the provider instances (built once from the config, or injected by tests and
 benchmarks) and their loading: a rung whose engine must load its models first (the embedded

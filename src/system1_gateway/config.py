@@ -1,4 +1,4 @@
-"""Configuration (SPEC §8): a TOML file, every key optional, environment variables win.
+"""Configuration (docs/configuration.md): a TOML file, every key optional, environment variables win.
 
 Loading never raises past `load_config`'s caller-facing contract: a broken file becomes a
 ConfigError whose message names the file, the line and the key, and the gateway turns it

@@ -1,4 +1,4 @@
-"""Consent to billed engines (SPEC §4): a rung of a billed kind runs only after a person
+"""Consent to billed engines (docs/waterfall.md): a rung of a billed kind runs only after a person
 confirmed the billing precautions for it (`system1 order`, interactively).
 
 The record lives in the state directory (`consents.json`, rung name → when). It is checked

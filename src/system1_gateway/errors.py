@@ -1,4 +1,4 @@
-"""Error codes (SPEC §2) and the exceptions that carry them through the core."""
+"""Error codes (docs/requests.md) and the exceptions that carry them through the core."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ class ProviderFailure(GatewayError):
         self.kind = kind
         self.outcome = outcome
         self.retry_after_s = retry_after_s
-        # False for a refusal of this very request (SPEC §3: never advances the waterfall).
+        # False for a refusal of this very request: a refusal never advances the waterfall.
         self.advance = advance
 
 

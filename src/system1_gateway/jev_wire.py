@@ -1,4 +1,4 @@
-"""The Jev wire face: `POST /v1/systemone` and `GET /v1/models` (reference/protocols.md §1).
+"""The Jev wire face: `POST /v1/systemone` and `GET /v1/models`.
 
 A Jev client (the official `typesafe-sdk`, `jev-lite`, anything built on the hosted OpenAPI)
 pointed at the gateway gets the whole configured waterfall. This module only translates;
@@ -10,7 +10,7 @@ the decisions behind it are written up in docs/jev-wire.md:
 `model` is the whole waterfall for the Jev aliases (`jev-latest`, …, `system1`) and one rung
 for a rung's name (like the CLI's `--provider`); the response's `model` is `<rung>/<model>`.
 The Jev wire has no abstention or refusal, so answers carry Jev's own confidence (recomputed
-from the probabilities, §1.4), a refused question is left out, and the counts travel in
+from the probabilities), a refused question is left out, and the counts travel in
 `x-system1-*` headers: no field a strict client would refuse is ever added.
 """
 
@@ -50,7 +50,7 @@ REQUEST_ID_HEADER = "x-typesafe-request-id"
 log = logging.getLogger(LOGGER)
 _TEXT_BRANCHES = {"str", "dict[str,any]", "list[any]"}  # pydantic's names for Text's union members
 
-# Gateway error code → HTTP status (protocols §1.7). Chain failures are 5xx so that Jev
+# Gateway error code → HTTP status (docs/jev-wire.md). Chain failures are 5xx so that Jev
 # clients retry them (the failed rungs cool, so a retry walks on or gets a 429/503 with
 # retry-after); a request the gateway refuses is never retried.
 STATUS = {INVALID_REQUEST: 422, CONFIG_ERROR: 500, INTERNAL_ERROR: 500, PROVIDER_ERROR: 502,
@@ -276,7 +276,7 @@ def to_judge(body: Any, rungs: list[str]) -> tuple[JudgeRequest, str | None]:
 
 # -- response --------------------------------------------------------------------------------
 def choice_confidence(probabilities: list[float]) -> float:
-    """Jev's choice confidence, (n·p_max − 1)/(n − 1): 0 uniform, 1 certain (§1.4)."""
+    """Jev's choice confidence, (n·p_max − 1)/(n − 1): 0 uniform, 1 certain."""
     n = len(probabilities)
     if n < 2:
         return 1.0
@@ -285,7 +285,7 @@ def choice_confidence(probabilities: list[float]) -> float:
 
 def score_confidence(probabilities: list[float]) -> float:
     """Jev's score confidence, 1 − Σ p_i·|i − mode| / D, D the same sum for a uniform
-    distribution (§1.4): mass far from the most likely level costs more."""
+    distribution: mass far from the most likely level costs more."""
     n = len(probabilities)
     if n < 2:
         return 1.0

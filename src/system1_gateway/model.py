@@ -1,4 +1,4 @@
-"""The canonical model (SPEC §2): one definition for validation and for the JSON Schemas.
+"""The canonical model (docs/requests.md): one definition for validation and for the JSON Schemas.
 
 Requests are pydantic models with `extra="forbid"`; their JSON Schemas are what
 `system1 capabilities` (and later the MCP tool) serves. Results are built as plain dicts on

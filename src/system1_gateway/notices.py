@@ -1,4 +1,4 @@
-"""Notices for people (SPEC §3): a rung failed, the chain was exhausted, a rung recovered.
+"""Notices for people (docs/waterfall.md): a rung failed, the chain was exhausted, a rung recovered.
 
 Logged at WARNING (stderr and `log_file`), at most once per key every 60 s for all the
 user's processes: hooks and the CLI run one process per call, so the memory lives in the

@@ -29,7 +29,7 @@ def _state_file(override: str | None, home: str | None, parts: tuple[str, ...]) 
 
 
 def config_path() -> Path:
-    """`SYSTEM1_CONFIG`, else the per-OS user config file (SPEC §8)."""
+    """`SYSTEM1_CONFIG`, else the per-OS user config file (docs/configuration.md)."""
     override = os.environ.get("SYSTEM1_CONFIG")
     if override:
         return Path(override).expanduser()

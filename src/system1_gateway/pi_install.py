@@ -1,7 +1,7 @@
 """`system1 install-pi`: put the Pi extension where Pi loads it.
 
-Pi loads `$PI_CODING_AGENT_DIR/extensions/*/index.ts` at start, one level deep
-(reference/pi.md), so the extension shipped in this package (`pi_extension/`, package data)
+Pi loads `$PI_CODING_AGENT_DIR/extensions/*/index.ts` at start, one level deep,
+so the extension shipped in this package (`pi_extension/`, package data)
 is copied to `extensions/system1/`. A copy, not a link: it keeps working when this
 checkout or venv moves, and `install-pi --apply` after an upgrade replaces it. Stdlib only.
 """

@@ -1,4 +1,4 @@
-"""The Pi extension's settings file, `$PI_CODING_AGENT_DIR/system1.json` (SPEC §5, Pi extension):
+"""The Pi extension's settings file, `$PI_CODING_AGENT_DIR/system1.json` (docs/pi.md):
 which backends answer a judgment, in which order.
 
     {"waterfall": ["jev", "openai-decisions"], "backend": "jev"}
@@ -39,7 +39,7 @@ class PiSettingsError(ValueError):
 
 def agent_dir() -> Path:
     """Pi's agent directory: `$PI_CODING_AGENT_DIR` (with `~` expanded, as Pi does), else
-    `~/.pi/agent` (reference/pi.md, PI_CODING_AGENT_DIR)."""
+    `~/.pi/agent`."""
     override = os.environ.get("PI_CODING_AGENT_DIR")
     return Path(override).expanduser() if override else Path.home() / ".pi" / "agent"
 

@@ -1,4 +1,4 @@
-"""Result models: the JSON Schemas of what the gateway returns (SPEC §2).
+"""Result models: the JSON Schemas of what the gateway returns (docs/requests.md).
 
 Results are built as plain dicts on the hot path (core.py); these models only describe them,
 for `capabilities` and for the tests, which validate every result against them. Kept apart
@@ -17,7 +17,7 @@ Probability = Annotated[float, Field(ge=0, le=1)]
 
 
 class CalibrationInfo(BaseModel):
-    """The fit that rescaled an answer (SPEC §6): `system1 calibrate` writes them."""
+    """The fit that rescaled an answer (docs/confidence.md): `system1 calibrate` writes them."""
 
     model_config = ConfigDict(extra="forbid")
     source: Literal["user", "shipped"]

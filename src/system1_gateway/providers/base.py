@@ -1,4 +1,4 @@
-"""The provider contract (SPEC §4). One module per engine implements it.
+"""The provider contract (docs/adding-a-provider.md). One module per engine implements it.
 
 A provider instance is built from its settings (a dict from the config file and
 `SYSTEM1_<NAME>_<KEY>` variables); its constructor raises ConfigError on unusable settings.
@@ -95,7 +95,7 @@ class BaseProvider:
 
     def target(self) -> tuple[str, str | None]:
         """(endpoint, model) this rung sends to, for cooldowns: rungs naming the same endpoint
-        and credential share one cooldown (SPEC §3), per-model failures cool only the model.
+        and credential share one cooldown, per-model failures cool only the model.
         An engine inside this process is its own target."""
         return f"rung:{self.name}", None
 

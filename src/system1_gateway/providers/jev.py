@@ -1,4 +1,4 @@
-"""`jev`: TypeSafe's hosted Jev API (reference/protocols.md §1), on the systemone wire.
+"""`jev`: TypeSafe's hosted Jev API, on the systemone wire.
 
 Differences from the generic kind: the endpoint defaults to the hosted API (remote by
 nature, so `allow_remote` defaults to true), the bearer key comes only from

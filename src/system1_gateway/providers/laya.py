@@ -1,7 +1,7 @@
-"""`laya`: Laya through `laya-serve` 0.2.1 (Jev-compatible, `/healthz`; reference/protocols.md
-§2) or upstream `laya[serve]` (`/health`, the answering checkpoint in `routing.model`; §3).
+"""`laya`: Laya through `laya-serve` 0.2.1 (Jev-compatible, `/healthz`)
+or upstream `laya[serve]` (`/health`, the answering checkpoint in `routing.model`).
 
-What differs from the generic `systemone` wire (§11 of the reference, SPEC §4):
+What differs from the generic `systemone` wire (docs/engines.md):
   * the checkpoint is pinned (`model` = english | multilingual | typed-decisions). Upstream
     silently auto-routes names it does not know, so an answer whose `routing.model` is not
     the pinned checkpoint is `malformed_response`; laya-serve accepts only Jev-style names
@@ -136,7 +136,7 @@ class LayaProvider(SystemOneProvider):
             if qid in answers_in:
                 answers[qid] = self._answer(q, answers_in[qid], abstain)
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-        # laya's output_tokens is always 0 by design: unknown, not zero (§11.10).
+        # laya's output_tokens is always 0 by design: unknown, not zero.
         inp = usage.get("input_tokens")
         return Reply(answers=answers, model=model, usage={
             "input_tokens": inp if isinstance(inp, int) and not isinstance(inp, bool) and inp > 0 else None,

@@ -1,5 +1,4 @@
-"""`ollama`: any local chat model through Ollama's `/api/chat` token logprobs (Ollama ≥ 0.12.11,
-reference/protocols.md §7.1). Ollama's native `/v1/systemone` (≥ 0.35) needs no adapter: use
+"""`ollama`: any local chat model through Ollama's `/api/chat` token logprobs (Ollama ≥ 0.12.11). Ollama's native `/v1/systemone` (≥ 0.35) needs no adapter: use
 the `systemone` kind with `endpoint = "http://127.0.0.1:11434"`.
 
 One call per question: the question comes before and after the evidence, the model is asked

@@ -1,5 +1,5 @@
 """`openai`: the OpenAI Decisions API (`gpt-6-luna`, `POST /v1/decisions`) through the official
-`openai` SDK (`client.decisions.create`, `max_retries=0`), reference/protocols.md §5.
+`openai` SDK (`client.decisions.create`, `max_retries=0`).
 
 * The credential is `SYSTEM1_OPENAI_API_KEY` only; a generic `OPENAI_API_KEY` is ignored (a
   key meant for something else must never start paid decisions), and `status` says so.

@@ -1,5 +1,5 @@
-"""`systemone`: any server speaking the Jev `/v1/systemone` wire (reference/protocols.md §1),
-parsed tolerantly across the dialects of §11 (error bodies, status codes, score legend and
+"""`systemone`: any server speaking the Jev `/v1/systemone` wire,
+parsed tolerantly across its known dialects (error bodies, status codes, score legend and
 probability key shapes, usage missing vs zero, `noul` vs `noul_raw` vs `probability`).
 
 Failure classes: non-200 answers go through the shared classifier (failures.py: a wrong

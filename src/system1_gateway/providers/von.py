@@ -1,4 +1,4 @@
-"""`von`: Von's `von serve` (reference/protocols.md §6), on the systemone wire.
+"""`von`: Von's `von serve`, on the systemone wire.
 
 Von's differences: `noul` is banded by default (never inside 0.2–0.8), the probability is in
 `noul_raw` (read first by the systemone parser); the request `model` is ignored and the

@@ -1,4 +1,4 @@
-"""What every process of a deployment shares (SPEC §3): cooldowns, the notice memory, the
+"""What every process of a deployment shares (docs/waterfall.md, docs/scale.md): cooldowns, the notice memory, the
 one-retry lease after a cooldown expires, and today's counters.
 
 One small interface, `StateStore`, three implementations: `SQLiteState` (one user, one
