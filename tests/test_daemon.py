@@ -279,6 +279,25 @@ def test_autostart_setting_is_read_without_pydantic(monkeypatch, write_config):
     assert daemon.autostart_enabled({}) is False
 
 
+@pytest.mark.parametrize("file, env, expected", [
+    ("", "", True), ("[serve]\nautostart = false\n", "", False), ("", "maybe", False),
+    ('[serve]\nautostart = "perhaps"\n', "", False), ('[serve]\nautostart = "on"\n', "", True),
+    ("[serve\n", "", False), ("[serve\n", "yes", True), ("[serve]\nautostart = false\n", "Y", True),
+])
+def test_every_fast_path_reads_autostart_the_same_way(monkeypatch, write_config, file, env, expected):
+    """One reader: the daemon's autostart check and the CLI's fast path agree, on malformed
+    values too (no autostart: the in-process path reports the error)."""
+    from system1_gateway import client
+
+    write_config(file)
+    environ = {"SYSTEM1_SERVE_AUTOSTART": env} if env else {}
+    monkeypatch.delenv("SYSTEM1_SERVE_AUTOSTART", raising=False)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    assert daemon.autostart_enabled(environ) is expected
+    assert client.peek().autostart is expected
+
+
 def test_ensure_running_with_a_daemon_up_imports_the_stdlib_only(daemons):
     _start(daemons)
     probe = ("import json, sys; from system1_gateway import daemon; r = daemon.ensure_running(); "

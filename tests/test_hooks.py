@@ -17,7 +17,8 @@ import pytest
 from system1_gateway import daemon_files
 from system1_gateway.config import load_config
 from system1_gateway.errors import ConfigError
-from system1_gateway.hooks import settings, skills
+from system1_gateway import config_tables as settings
+from system1_gateway.hooks import skills
 from system1_gateway.routing import rule
 from system1_gateway.hooks.route import FEATURE_WORDS, hint_line
 from test_cli_daemon import start_daemon  # noqa: F401 - the fixture

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 from . import daemon_files
-from .paths import config_path
 
 CONNECT_TIMEOUT_S = 0.5  # loopback: a live daemon accepts in microseconds; a dead one refuses at once
 MARGIN_S = 0.5  # past the deadline: the core answers within deadline + 50 ms, plus the HTTP round trip
@@ -40,8 +39,6 @@ ROUTE = "daemon"  # the `provider` of the attempt that says which path answered
 # tests/test_client.py checks that peek() agrees with load_config().
 DEFAULT_DEADLINE_S = 8.0
 DEFAULT_LOAD_BUDGET_S = 60.0
-TRUE_WORDS = {"1", "true", "t", "yes", "y", "on"}
-FALSE_WORDS = {"0", "false", "f", "no", "n", "off"}
 
 
 class DaemonUnavailable(Exception):
@@ -69,22 +66,16 @@ def _number(value: Any, default: float, low: float, high: float) -> float:
     return number if low < number <= high else default
 
 
-def _flag(value: Any, default: bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    return True if text in TRUE_WORDS else False if text in FALSE_WORDS else default
-
-
 def peek() -> Settings:
     """The fast path's settings. A broken file gives the defaults: whoever answers (the
     daemon, or the in-process gateway) reports the config error itself."""
-    from . import config_file
+    from . import config_file, config_tables
 
     try:
         data = config_file.load() or {}
+        readable = True
     except config_file.Unreadable:
-        data = {}
+        data, readable = {}, False
     gateway = data.get("gateway") if isinstance(data.get("gateway"), dict) else {}
     serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
     tables = data.get("providers") if isinstance(data.get("providers"), dict) else {}
@@ -92,13 +83,12 @@ def peek() -> Settings:
     env = os.environ
     deadline = env.get("SYSTEM1_DEADLINE_S") or gateway.get("deadline_s", DEFAULT_DEADLINE_S)
     budget = env.get("SYSTEM1_SERVE_LOAD_BUDGET_S") or serve.get("load_budget_s", DEFAULT_LOAD_BUDGET_S)
-    autostart = env.get("SYSTEM1_SERVE_AUTOSTART") or serve.get("autostart", True)
     first = env.get("SYSTEM1_PROVIDER") or gateway.get("provider", "embedded")
     key_env = serve.get("api_key_env")
     return Settings(
         deadline_s=_number(deadline, DEFAULT_DEADLINE_S, 0, 3600),
         load_budget_s=_number(budget, DEFAULT_LOAD_BUDGET_S, 0, 3600),
-        autostart=_flag(autostart, True),
+        autostart=config_tables.autostart(data if readable else None, env),
         api_key_env=key_env if isinstance(key_env, str) and key_env else None,
         first_kind=kinds.get(str(first), str(first)),
         kinds=kinds,

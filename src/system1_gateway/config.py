@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
-from .hooks import settings as hook_settings
+from . import config_tables as hook_settings
 from .model import describe_validation_error
 from .paths import config_path
 
@@ -123,7 +123,7 @@ class Config:
     state: StateSettings = field(default_factory=StateSettings)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: Path | None = None
-    # [routing], [skills], [guard]: read by the Claude Code hooks (hooks/settings.py)
+    # [routing], [skills], [guard]: read by the Claude Code hooks (config_tables.py)
     hooks: dict[str, dict[str, Any]] = field(default_factory=lambda: hook_settings.parse({}))
 
     @property

@@ -27,7 +27,6 @@ import signal
 import sys
 import threading
 import time
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
@@ -36,7 +35,6 @@ from . import __version__
 from .client import Daemon, DaemonUnavailable
 from .daemon_files import (daemon_dir, fingerprint, lock_path, log_path, pid_alive, pid_path, port_path,
                            read_port, write_private)
-from .paths import config_path
 
 if TYPE_CHECKING:
     import subprocess
@@ -49,7 +47,6 @@ LOG_MAX_BYTES = 1 << 20  # daemon.log is rotated to daemon.log.1 past this size,
 # The starter hands its locked lock file to the child through this variable (POSIX). It is
 # removed from the environment before anything computes a fingerprint.
 LOCK_FD_ENV = "SYSTEM1_DAEMON_LOCK_FD"
-TRUE_WORDS = {"1", "true", "t", "yes", "y", "on"}
 
 
 # --- the lock -------------------------------------------------------------------------------
@@ -429,21 +426,14 @@ def restart() -> dict[str, Any]:
 # --- autostart ------------------------------------------------------------------------------------
 
 def autostart_enabled(environ: dict[str, str] | None = None) -> bool:
-    """`[serve] autostart` (default true), overridden by SYSTEM1_SERVE_AUTOSTART; an unreadable
-    or invalid setting means no autostart (the in-process path reports the config error)."""
-    env = os.environ if environ is None else environ
-    value: Any = env.get("SYSTEM1_SERVE_AUTOSTART", "")
-    if value == "":
-        try:
-            with open(config_path(), "rb") as handle:
-                value = tomllib.load(handle).get("serve", {}).get("autostart", True)
-        except FileNotFoundError:
-            return True
-        except (OSError, tomllib.TOMLDecodeError, AttributeError):
-            return False
-        if isinstance(value, bool):
-            return value
-    return isinstance(value, str) and value.strip().lower() in TRUE_WORDS
+    """`[serve] autostart`, as every fast path reads it (config_tables.autostart)."""
+    from . import config_file, config_tables
+
+    try:
+        data = config_file.load() or {}
+    except config_file.Unreadable:
+        data = None
+    return config_tables.autostart(data, os.environ if environ is None else environ)
 
 
 def ensure_running() -> dict[str, Any] | None:

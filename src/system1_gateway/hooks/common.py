@@ -16,10 +16,9 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from .. import client, toggle
+from .. import client, config_tables, toggle
 from ..routing import FEATURES as ROUTING_FEATURES
 from ..routing import log as routing_log
-from . import settings as hook_settings
 
 MAX_PAYLOAD_BYTES = 8 << 20  # Claude Code's hook input is small; a huge one is not ours to parse
 MARGIN_S = 0.1  # the engine's deadline is the budget minus this: the HTTP reply fits in the cap
@@ -34,7 +33,7 @@ class Run:
         self.t0 = time.perf_counter()
         self.payload: dict[str, Any] = {}
         self.bars: dict[str, float] = {}  # thresholds `system1 calibrate` fitted, by feature
-        self.settings, self.problem = hook_settings.load()
+        self.settings, self.problem = config_tables.load()
         if self.problem:
             self.say(f"config: {self.problem}")
 

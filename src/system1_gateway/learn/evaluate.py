@@ -163,9 +163,9 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
             raise Refused(f"--{flag.replace('_', '-')}: expected a share in [0, 1], got {getattr(args, flag)}")
     if args.min_failures < 0:
         raise Refused(f"--min-failures: expected a count ≥ 0, got {args.min_failures}")
-    from ..hooks import settings as hook_settings
+    from .. import config_tables
 
-    routing_bar = hook_settings.load()[0]["routing"]["min_confidence"]
+    routing_bar = config_tables.load()[0]["routing"]["min_confidence"]
     from ..config import load_config
     from ..core import Gateway
 

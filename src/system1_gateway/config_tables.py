@@ -1,5 +1,6 @@
-"""The hooks' settings: `[routing]`, `[skills]` and `[guard]` of the config file, read with
-tomllib (stdlib only: a hook runs once per prompt or tool call).
+"""The tables every process reads from the config file with the stdlib alone: the hooks'
+`[routing]`, `[skills]` and `[guard]` (a hook runs once per prompt or tool call), and the one
+notion of a boolean setting that the fast paths share (`flag`, `autostart`).
 
 This is the one definition of these tables: `config.py` calls `parse` too, so `system1
 doctor`, `order` and the daemon refuse what the hooks refuse, with the same message.
@@ -14,7 +15,7 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any
 
-from ..paths import config_path
+from .paths import config_path
 
 # The defaults, and the type of each key. Everything is off until the user turns it on.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -40,6 +41,31 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 ON_FAILURE = ("ask", "open")
 TABLES = tuple(DEFAULTS)
+# What a boolean setting given as text means (pydantic's words, so the fast path and the
+# validated config agree); anything else is malformed.
+TRUE_WORDS = {"1", "true", "t", "yes", "y", "on"}
+FALSE_WORDS = {"0", "false", "f", "no", "n", "off"}
+
+
+def flag(value: Any) -> bool | None:
+    """A boolean setting: a TOML boolean, or one of the words; None when malformed."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else ""
+    return True if text in TRUE_WORDS else False if text in FALSE_WORDS else None
+
+
+def autostart(data: dict[str, Any] | None, environ: Any) -> bool:
+    """`[serve] autostart` (default true), overridden by SYSTEM1_SERVE_AUTOSTART. `data` is the
+    parsed file ({} when there is none, None when it cannot be read): an unreadable file or a
+    malformed value means no autostart, and whoever answers in-process reports the error."""
+    value: Any = environ.get("SYSTEM1_SERVE_AUTOSTART", "")
+    if value == "":
+        if data is None:
+            return False
+        serve = data.get("serve")
+        value = serve.get("autostart", True) if isinstance(serve, dict) else True
+    return flag(value) is True
 
 
 class Problem(Exception):
@@ -92,7 +118,7 @@ def parse(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def load() -> tuple[dict[str, dict[str, Any]], str | None]:
     """(settings, problem): the defaults and a message when the file is unreadable or invalid."""
-    from .. import config_file
+    from . import config_file
 
     try:
         data = config_file.load() or {}
