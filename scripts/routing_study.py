@@ -14,6 +14,8 @@ own dev items (5-fold nested CV, as train_builtin_heads does):
   +real     our own data plus the real training split, first 256 tokens
   +real/whole  the same, each prompt read whole (fast.embed_whole: up to 8 windows)
   +real/whole/T  the same, its temperature fitted on the real training split's out-of-fold answers
+  +real/whole/T/w3  the same, each real prompt weighing three written ones in the fit
+  +real/mix/T/w3  the same with the mean of the first-window and whole embeddings
 
 and, for the last, a learning curve over the share of real training data.
 """
@@ -41,6 +43,7 @@ from system1_gateway.providers.embedded.heads import Head, option_texts  # noqa:
 
 TASKS = ["read_only", "design", "review", "specified"]
 BAR = 0.8  # [routing] min_confidence
+VARIANTS = ("own", "+real", "+real/whole", "+real/whole/T", "+real/whole/T/w3", "+real/mix/T/w3")
 
 
 class Embeddings:
@@ -52,6 +55,10 @@ class Embeddings:
 
     def fn(self, mode: str):
         def embed(texts: list[str]) -> np.ndarray:
+            if mode == "mix":  # the first window and the whole text, averaged
+                a, b = self.fn("first")(texts), self.fn("whole")(texts)
+                m = a + b
+                return m / np.linalg.norm(m, axis=1, keepdims=True)
             todo = [t for t in dict.fromkeys(texts) if (mode, t) not in self.cache]
             run = self.engine.embed_whole if mode == "whole" else self.engine.embed
             for start in range(0, len(todo), 16):
@@ -99,11 +106,14 @@ def main() -> int:
         shipped = Head.load(tbh.SHIPPED_DIR / f"{b.name}.npz")
         entry["shipped"] = {"test": scores(fit.head_probs(feats(real_test, "first"), shipped), ys["test"])}
 
-        def variant(mode: str, use_real: float, real_temperature: bool, dev_cv: bool = True) -> dict:
+        def variant(mode: str, use_real: float, real_temperature: bool, dev_cv: bool = True,
+                    real_weight: float = 1.0) -> dict:
             rng = np.random.default_rng(0)
             keep = np.sort(rng.permutation(len(train_real))[:int(round(use_real * len(train_real)))])
             rr = [train_real[i] for i in keep]
             X_dev, X_own, X_real = feats(dev, mode), feats(own, mode), feats(rr, mode)
+            if real_weight != 1.0:
+                X_real = X_real.weighted(real_weight)
             y_real = ys["real"][keep]
             X_train = fit.Features.join(fit.Features.join(X_dev, X_own), X_real)
             y_train = np.concatenate([ys["dev"], ys["own"], y_real])
@@ -120,19 +130,23 @@ def main() -> int:
             return out
 
         entry["own"] = variant("first", 0.0, False)
-        entry["+real"] = variant("first", 1.0, False)
-        entry["+real/whole"] = variant("whole", 1.0, False)
+        entry["+real"] = variant("first", 1.0, False, dev_cv=False)
+        entry["+real/whole"] = variant("whole", 1.0, False, dev_cv=False)
         entry["+real/whole/T"] = variant("whole", 1.0, True)
-        entry["curve"] = {str(f): variant("whole", f, True, dev_cv=False)["test"] for f in args.curve}
+        entry["+real/whole/T/w3"] = variant("whole", 1.0, True, real_weight=3.0)
+        entry["+real/mix/T/w3"] = variant("mix", 1.0, True, real_weight=3.0, dev_cv=False)
+        entry["curve"] = {str(f): variant("whole", f, True, dev_cv=False, real_weight=3.0)["test"]
+                          for f in args.curve}
         entry["seconds"] = round(time.perf_counter() - t0, 1)
         report["tasks"][task] = entry
-        row = [entry["shipped"]["test"]] + [entry[k]["test"] for k in ("own", "+real", "+real/whole", "+real/whole/T")]
+        row = [entry["shipped"]["test"]] + [entry[k]["test"] for k in VARIANTS]
         print(f"{task:<10} real held-out n={len(real_test)}  acc " + "  ".join(f"{r['accuracy']:.3f}" for r in row)
               + "   ECE " + "  ".join(f"{r['ece']:.3f}" for r in row)
-              + "   dev cv " + "  ".join(f"{entry[k]['dev_cv']['accuracy']:.3f}" for k in
-                                           ("own", "+real", "+real/whole", "+real/whole/T")), flush=True)
+              + "   dev cv " + "  ".join(f"{entry[k]['dev_cv']['accuracy']:.3f}" for k in VARIANTS
+                                         if "dev_cv" in entry[k]), flush=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
-    print("columns: shipped, own, +real, +real/whole, +real/whole/T; written", args.out)
+    print("columns: shipped, " + ", ".join(VARIANTS) + "; dev cv of own, +real/whole/T, +real/whole/T/w3; written",
+          args.out)
     return 0
 
 

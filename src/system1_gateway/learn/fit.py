@@ -44,9 +44,15 @@ class Features:
     emb: np.ndarray  # (n, EMBED_DIM)
     chars: sparse.csr_matrix  # (n, CHAR_DIM)
     sims: np.ndarray  # (n, labels)
+    weight: np.ndarray | None = None  # (n,) each row's weight in the fit (None: all 1)
 
     def take(self, rows: np.ndarray) -> "Features":
-        return Features(self.emb[rows], self.chars[rows], self.sims[rows])
+        return Features(self.emb[rows], self.chars[rows], self.sims[rows],
+                        None if self.weight is None else self.weight[rows])
+
+    def weighted(self, weight: float) -> "Features":
+        """The same rows, each weighing `weight` in a fit (e.g. real prompts over written ones)."""
+        return Features(self.emb, self.chars, self.sims, np.full(len(self.emb), float(weight)))
 
     def matrix(self, chars_weight: float) -> sparse.csr_matrix:
         return sparse.hstack([sparse.csr_matrix(self.emb), self.chars * chars_weight, sparse.csr_matrix(self.sims)],
@@ -54,8 +60,10 @@ class Features:
 
     @staticmethod
     def join(a: "Features", b: "Features") -> "Features":
+        weight = None if a.weight is None and b.weight is None else np.concatenate(
+            [np.ones(len(x.emb)) if x.weight is None else x.weight for x in (a, b)])
         return Features(np.vstack([a.emb, b.emb]), sparse.vstack([a.chars, b.chars], format="csr"),
-                        np.vstack([a.sims, b.sims]))
+                        np.vstack([a.sims, b.sims]), weight)
 
     def __len__(self) -> int:
         return len(self.emb)
@@ -98,7 +106,7 @@ def _fit(X: Features, y: np.ndarray, n_labels: int, chars_weight: float, C: floa
     classes = np.unique(y)
     model = LogisticRegression(C=C, max_iter=2000)
     with threadpool_limits(1):  # tiny problems: BLAS threads cost more than they give
-        model.fit(X.matrix(chars_weight), y)
+        model.fit(X.matrix(chars_weight), y, sample_weight=X.weight)
     d = EMBED_DIM + CHAR_DIM + n_labels
     W = np.zeros((n_labels, d), np.float64)
     b = np.full(n_labels, -30.0)
