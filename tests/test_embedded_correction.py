@@ -194,11 +194,15 @@ def test_undescribed_questions_are_answered_uncorrected(stub_provider):
     assert provider._llm.evidence == ["0.9"]
 
 
-def test_deprecated_prior_settings_are_accepted_and_ignored(stub_provider, caplog):
-    provider = stub_provider(prior_k=0, prior_min=1)  # an old config stays valid
-    assert "deprecated and ignored" in caplog.text
-    p_true(provider, "0.9")  # computes the reference
-    assert p_true(provider, "0.9") == p_true(stub_provider(), "0.9")
+def test_the_removed_prior_settings_are_refused_by_name():
+    """prior_k / prior_min were deprecated and ignored in 0.1.0; since 0.3.0 a config that
+    still sets one is refused with the key named (the running prior they tuned is gone)."""
+    from pydantic import ValidationError
+
+    from system1_gateway.providers.embedded import EmbeddedSettings
+
+    with pytest.raises(ValidationError, match="prior_k"):
+        EmbeddedSettings(prior_k=8)
 
 
 def test_no_correction_without_evidence(stub_provider):

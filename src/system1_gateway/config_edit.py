@@ -102,6 +102,7 @@ def write_order(names: list[str], path: Path | None = None,
 def _replace(path: Path, text: str) -> None:
     """Write `text` to `path` atomically (a crash leaves the old file or the new one)."""
     try:
-        write_atomic(path, text)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600  # the user's file keeps its mode
+        write_atomic(path, text, mode)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -12,9 +12,8 @@ every reader sees the error.
 from __future__ import annotations
 
 import json
-import os
 
-from .paths import config_path, state_file
+from .paths import config_path, state_file, write_atomic
 
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only
 if TYPE_CHECKING:
@@ -77,11 +76,6 @@ def _store(cache: str, key: list[Any], data: dict[str, Any]) -> None:
     means the next reader parses again."""
     try:
         text = json.dumps({"key": key, "data": data}, ensure_ascii=False)
-        os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
-        tmp = f"{cache}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, cache)
+        write_atomic(cache, text)
     except (OSError, TypeError, ValueError):
         pass

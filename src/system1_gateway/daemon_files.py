@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-from .paths import config_path, state_dir
+from .paths import config_path, state_dir, write_atomic
 
 try:  # the builtin sha256: the same digest as hashlib's, without importing OpenSSL (≈ 3.5 ms per hook)
     from _sha2 import sha256  # Python 3.12+
@@ -118,15 +118,8 @@ def read_port() -> dict[str, Any] | None:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write a 0600 file atomically (readers see the old file or the new one)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, text.encode("utf-8"))
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    """Write a 0600 file atomically (paths.write_atomic)."""
+    write_atomic(path, text)
 
 
 def pid_alive(pid: int) -> bool:

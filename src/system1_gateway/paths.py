@@ -40,12 +40,26 @@ def config_path() -> Path:
     return base / "system1" / "config.toml"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so readers see the old file or the new one, never half of it
-    (a temporary file per process and thread, then one rename). Raises OSError."""
+def write_atomic(path: Path | str, data: str | bytes, mode: int = 0o600) -> None:
+    """The one way a file is written: readers see the old file or the new one, never half of
+    it (a temporary file per process and thread beside it, then one rename). The file gets
+    `mode` (the owner's only, by default) and a missing parent directory 0700. Raises OSError."""
     import threading  # here, not at import: the hooks import this module and never write with it
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.chmod(tmp, mode)  # O_CREAT's mode is masked by the umask
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

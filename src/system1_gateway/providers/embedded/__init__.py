@@ -79,10 +79,6 @@ class EmbeddedSettings(Settings):
     kv_slots: int = Field(default=16, ge=1, le=64, description="recurring questions kept in the KV cache")
     n_ctx: int = Field(default=8192, ge=512, le=32768)
     prior: bool = Field(default=True, description="label-free bias correction from the question's own definitions")
-    # Deprecated: the former running prior's shrinkage and warm-up. Accepted (so existing
-    # configs stay valid) and ignored; the per-question reference has no such constants.
-    prior_k: float = Field(default=8.0, ge=0, description="deprecated, ignored")
-    prior_min: int = Field(default=8, ge=0, description="deprecated, ignored")
     fast_weight: float = Field(default=0.3, ge=0, le=1, description="weight of the fast tier in the llm+fast blend")
     fast_accept: float = Field(default=0.9, gt=0, le=1.01, description="fast answers alone at or above this (>1: never)")
     heads: bool = Field(default=True, description="answer built-in and taught questions with their learned heads")
@@ -140,10 +136,6 @@ class EmbeddedProvider(BaseProvider):
         self._preparer: Preparer | None = None
         self._heads: Any = None  # HeadStore, built on first use (it imports numpy)
         self._llm_installed: bool | None = None
-        stale = sorted({"prior_k", "prior_min"} & self.settings.model_fields_set)
-        if stale:
-            log.warning("[providers.%s] %s: deprecated and ignored (the running prior was replaced by a "
-                        "per-question reference that has no such constants)", name, ", ".join(stale))
 
     # -- loading ---------------------------------------------------------------------------
     def _llm_engine(self) -> Any:

@@ -28,7 +28,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
 import threading
 import zlib
@@ -151,12 +150,14 @@ class Head:
     def save(self, path: Path) -> None:
         """Atomic write (temp file + rename): a reader never sees half a head."""
         meta = {**self.meta, "checksum": checksum(self.W, self.b)}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, W=self.W.astype(np.float32), b=self.b.astype(np.float32),
-                                meta=np.array(json.dumps(meta, ensure_ascii=False)))
-        os.replace(tmp, path)
+        import io
+
+        from ...paths import write_atomic
+
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, W=self.W.astype(np.float32), b=self.b.astype(np.float32),
+                            meta=np.array(json.dumps(meta, ensure_ascii=False)))
+        write_atomic(path, buffer.getvalue())
 
     @classmethod
     def load(cls, path: Path) -> "Head":

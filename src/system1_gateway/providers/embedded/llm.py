@@ -41,6 +41,7 @@ from typing import NoReturn
 import numpy as np
 from cyllama.llama import llama_cpp as cy
 
+from ...paths import write_atomic
 from .fifo import FifoLock
 from .prompts import Prompt, Special
 
@@ -311,11 +312,8 @@ class LlmEngine:
         if path is None or path.exists() or len(prefix) < KV_MIN_TOKENS:
             return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             # cyllama 0.2.18's save_state_seq_file overflows on token ids: store them ourselves.
-            tmp.write_bytes(json.dumps(prefix).encode() + b"\n" + bytes(self.ctx.get_state_seq_data(slot.seq)))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(prefix).encode() + b"\n" + bytes(self.ctx.get_state_seq_data(slot.seq)))
             files = sorted(path.parent.glob("*.kv"), key=lambda p: p.stat().st_mtime)
             for old in files[:-KV_FILES_KEPT]:
                 old.unlink(missing_ok=True)
