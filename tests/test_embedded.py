@@ -121,8 +121,12 @@ def test_fast_tier_answers_described_options_only():
 @pytest.mark.models
 @needs_llm
 def test_quick_start_command_makes_a_real_decision(shared_state, llm_gateway):
+    # What this proves is a real decision from the quick start's command, not that a 1.5B model
+    # answers within the default 5 s attempt on a busy machine (speed: benchmarks/), so the
+    # attempt and the deadline are generous here.
     code, out, err = run_cli("decide", "Is `git push --force origin main` destructive?",
-                             env={"SYSTEM1_STATE_DIR": str(shared_state)}, timeout=300)
+                             env={"SYSTEM1_STATE_DIR": str(shared_state), "SYSTEM1_TIMEOUT_S": "120",
+                                  "SYSTEM1_DEADLINE_S": "150"}, timeout=300)
     assert code == 0, err
     assert out[0]["provider"] == "embedded" and set(out[0]["probabilities"]) == {"yes", "no"}
     assert out[0]["status"] == "decided" and out[0]["decision"] == "yes"  # measured p(yes) 0.76
