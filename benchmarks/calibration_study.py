@@ -41,7 +41,7 @@ def collect(out: Path) -> None:
     groups, rejected = read_labels(DEV)
     assert not rejected, rejected
     ids = [json.loads(line)["id"] for line in DEV.read_text().splitlines() if line.strip()]
-    rows, row_ids = [], []
+    rows = []
     by_key = {}
     for line in DEV.read_text().splitlines():
         item = json.loads(line)
@@ -175,9 +175,9 @@ def study(raw_path: Path, png: Path | None, target_coverage: float = 0.6) -> Non
         all_raw.append(pad(probs))
         all_oof.append(pad(oof))
         all_y.append(y)
-    P, O, Y = np.vstack(all_raw), np.vstack(all_oof), np.concatenate(all_y)
+    P, Q, Y = np.vstack(all_raw), np.vstack(all_oof), np.concatenate(all_y)
     print(f"{'pooled':<12} {len(Y):>3} {'':<22} | {metrics.accuracy(P, Y):>5.3f} | {metrics.ece(P, Y):>10.3f} "
-          f"{metrics.ece(O, Y):>6.3f} {ece_floor(O):>6.3f} | {metrics.brier(P, Y):>12.3f} {metrics.brier(O, Y):>6.3f} |")
+          f"{metrics.ece(Q, Y):>6.3f} {ece_floor(Q):>6.3f} | {metrics.brier(P, Y):>12.3f} {metrics.brier(Q, Y):>6.3f} |")
     if png:
         path = cf.reliability_png(panels, str(png / "calibration-reliability.png"))
         print(f"reliability and coverage–accuracy: {path}")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 def rss_mb(pid: int) -> float | None:
     try:
-        for line in open(f"/proc/{pid}/status"):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     except OSError:
@@ -39,7 +39,8 @@ def children(pid: int) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]) == pid:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                     out.append(int(entry))
             except (OSError, IndexError, ValueError):
                 pass

@@ -34,18 +34,18 @@ os.environ["XDG_CONFIG_HOME"] = os.path.join(HOME, "xdg")  # no user config file
 for _var in [v for v in os.environ if v.startswith("SYSTEM1_") and v != "SYSTEM1_STATE_DIR"]:
     del os.environ[_var]
 
-import json  # noqa: E402
-import warnings  # noqa: E402
+import json
+import warnings
 
 # The openai SDK's models warn (pydantic serializer) on every odd value the fake sends: noise here.
 warnings.filterwarnings("ignore", category=UserWarning, module="pydantic")
 warnings.filterwarnings("ignore", message="Generating overly large repr")
 
-from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
 
-import fuzz_strategies as fz  # noqa: E402
-import test_fuzz as tf  # noqa: E402  (its argv / file strategies)
+import fuzz_strategies as fz
+import test_fuzz as tf  # its argv / file strategies
 
 # name → (share of the cases, strategy of kwargs, runner)
 TARGETS: dict[str, tuple[float, st.SearchStrategy, object]] = {}

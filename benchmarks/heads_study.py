@@ -30,16 +30,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import train_builtin_heads as training  # noqa: E402
+import train_builtin_heads as training
 
-from system1_gateway import builtins  # noqa: E402
-from system1_gateway.config import Config, GatewaySettings  # noqa: E402
-from system1_gateway.core import Gateway  # noqa: E402
-from system1_gateway.learn import fit, metrics, teach  # noqa: E402
-from system1_gateway.providers.embedded import EmbeddedProvider, usable_cpus  # noqa: E402
-from system1_gateway.model import parse_judge  # noqa: E402
-from system1_gateway.providers.embedded.fast import FastEngine  # noqa: E402
-from system1_gateway.providers.embedded.heads import option_texts  # noqa: E402
+from system1_gateway import builtins
+from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.core import Gateway
+from system1_gateway.learn import fit, metrics, teach
+from system1_gateway.providers.embedded import EmbeddedProvider, usable_cpus
+from system1_gateway.model import parse_judge
+from system1_gateway.providers.embedded.fast import FastEngine
+from system1_gateway.providers.embedded.heads import option_texts
 
 DEV_DIR = ROOT / "data" / "heads" / "dev"
 SIZES = (10, 20, 50, 100)
@@ -103,7 +103,7 @@ def builtin_section(engine: FastEngine, png: Path | None) -> None:
     for task, y, llm, cal, casc, asked in rows:
         h_lat = lat[task]
         l_lat = llm_lat[task]
-        c_lat = [h + (l if a else 0.0) for h, l, a in zip(h_lat, l_lat, asked)]
+        c_lat = [h + (lt if a else 0.0) for h, lt, a in zip(h_lat, l_lat, asked)]
         accs["llm"].append(metrics.accuracy(llm, y))
         accs["head"].append(metrics.accuracy(cal, y))
         accs["casc"].append(metrics.accuracy(casc, y))

@@ -26,13 +26,13 @@ from typing import Any, Callable
 
 os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
-from system1_gateway import audit  # noqa: E402
-from system1_gateway.answers import finalize  # noqa: E402
-from system1_gateway.config import Config, GatewaySettings  # noqa: E402
-from system1_gateway.state import SQLiteState  # noqa: E402
-from system1_gateway.core import Gateway  # noqa: E402
-from system1_gateway.model import parse_judge  # noqa: E402
-from system1_gateway.providers import build  # noqa: E402
+from system1_gateway import audit
+from system1_gateway.answers import finalize
+from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.state import SQLiteState
+from system1_gateway.core import Gateway
+from system1_gateway.model import parse_judge
+from system1_gateway.providers import build
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from mock_openai_chat import MockOpenAIChat  # noqa: E402
+from mock_openai_chat import MockOpenAIChat
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 PI = TOOLS / "pi" / "node_modules" / ".bin" / "pi"

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from outcomes_speed import synthesize  # noqa: E402
+from outcomes_speed import synthesize
 
 CHILD = r"""
 import argparse, io, json, sys, time

@@ -24,10 +24,10 @@ from typing import Any, Callable
 
 os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
-from system1_gateway.config import Config, GatewaySettings  # noqa: E402
-from system1_gateway.core import Gateway  # noqa: E402
-from system1_gateway.state import MemoryState, SQLiteState, StateStore  # noqa: E402
-from system1_gateway.state.redis_store import RedisState  # noqa: E402
+from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.core import Gateway
+from system1_gateway.state import MemoryState, SQLiteState, StateStore
+from system1_gateway.state.redis_store import RedisState
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
 KEYS = ("endpoint:rung:mock",)

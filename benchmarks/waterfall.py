@@ -25,11 +25,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
-import httpx  # noqa: E402
+import httpx
 
-from fault_engine import FaultEngine  # noqa: E402
-from system1_gateway.config import Config, GatewaySettings  # noqa: E402
-from system1_gateway.core import Gateway  # noqa: E402
+from fault_engine import FaultEngine
+from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.core import Gateway
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
 

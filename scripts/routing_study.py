@@ -32,14 +32,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import train_builtin_heads as tbh  # noqa: E402
+import train_builtin_heads as tbh
 
-from system1_gateway import builtins  # noqa: E402
-from system1_gateway.learn import fit, metrics  # noqa: E402
-from system1_gateway.model import parse_judge  # noqa: E402
-from system1_gateway.providers.embedded import usable_cpus  # noqa: E402
-from system1_gateway.providers.embedded.fast import FastEngine  # noqa: E402
-from system1_gateway.providers.embedded.heads import Head, option_texts  # noqa: E402
+from system1_gateway import builtins
+from system1_gateway.learn import fit, metrics
+from system1_gateway.model import parse_judge
+from system1_gateway.providers.embedded import usable_cpus
+from system1_gateway.providers.embedded.fast import FastEngine
+from system1_gateway.providers.embedded.heads import Head, option_texts
 
 TASKS = ["read_only", "design", "review", "specified"]
 BAR = 0.8  # [routing] min_confidence

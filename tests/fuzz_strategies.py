@@ -79,8 +79,8 @@ except (ImportError, AttributeError):  # pragma: no cover - another httpx layout
 # Each case gets its own state directory (cooldowns, notices, audit, consents), on tmpfs when
 # there is one: no case sees another's cooldowns, and SQLite commits cost no disk flush.
 STATE_ROOT = Path(tempfile.mkdtemp(prefix="system1-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
-import atexit  # noqa: E402
-import shutil  # noqa: E402
+import atexit
+import shutil
 
 atexit.register(shutil.rmtree, STATE_ROOT, True)
 

@@ -114,10 +114,10 @@ class MockAnthropic:
             protocol_version = "HTTP/1.1"
             _send = QuietHandler.send_json
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 path = self.path.split("?")[0]

@@ -85,7 +85,7 @@ class MockOpenAIChat:
         class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 with mock._lock:
                     mock.requests.append(body)

@@ -9,7 +9,7 @@ from system1_gateway import chain, consent, notices
 from system1_gateway.config import Config, GatewaySettings
 from system1_gateway.state import SQLiteState
 from system1_gateway.core import Gateway
-from system1_gateway.providers.base import BaseProvider, Health, Reply
+from system1_gateway.providers.base import BaseProvider, Health
 from system1_gateway.providers.mock import MockProvider
 from system1_gateway.results import judge_result_adapter
 

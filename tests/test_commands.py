@@ -1,8 +1,6 @@
 """status, order, retry, toggle: the waterfall's commands as users run them."""
 
 import json
-import subprocess
-import sys
 
 from conftest import run_cli
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import random
 import shlex
-from pathlib import Path
 
 import pytest
 

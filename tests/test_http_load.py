@@ -10,7 +10,7 @@ import sys
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import http_load  # noqa: E402
+import http_load
 
 
 def test_200_concurrent_clients_times_20_requests_get_zero_errors(tmp_path):

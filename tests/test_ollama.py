@@ -117,7 +117,7 @@ def test_health(ollama):
 
 # -- caller text cannot inject chat control tokens -----------------------------------------
 
-from system1_gateway.providers.ollama import neutralise  # noqa: E402
+from system1_gateway.providers.ollama import neutralise
 
 MARKERS = ["<|im_start|>", "<|im_end|>", "<|eot_id|>", "<|start_header_id|>", "<|end|>", "<|endoftext|>",
            "<｜User｜>", "<｜Assistant｜>", "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>", "[SYSTEM_PROMPT]",

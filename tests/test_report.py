@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, require, run_cli
 from system1_gateway.insight import prices as price_mod
 from system1_gateway.insight.report import Facts, join_log, scan, summarize, tier_in_hint
-from test_outcomes import dumps, envelope, spawn, write_session
+from test_outcomes import envelope, spawn, write_session
 
 DATA = ROOT / "tests" / "data" / "report"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
@@ -187,7 +187,6 @@ def test_the_html_page_renders_its_charts_in_headless_chromium(tmp_path):
     subprocess.run([*flags, "--window-size=1100,1900", f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=120)
     import matplotlib.image as mpimg
-    import numpy as np
 
     pixels = mpimg.imread(shot)[..., :3]
     assert pixels.shape[0] >= 1800

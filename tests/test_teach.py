@@ -5,14 +5,12 @@ accurate tier out except in the one test that compares against it (marked `model
 """
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from system1_gateway.config import Config, GatewaySettings
 from system1_gateway.core import Gateway
-from system1_gateway.learn import teach
 from system1_gateway.providers.embedded import EmbeddedProvider
 
 from conftest import ROOT, run_cli

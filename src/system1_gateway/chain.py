@@ -173,7 +173,7 @@ class Rungs:
         for provider in built:
             try:
                 provider.close()
-            except Exception:  # noqa: BLE001 - closing must not fail a shutdown
+            except Exception:  # closing must not fail a shutdown
                 log.debug("closing %s failed", getattr(provider, "name", "?"), exc_info=True)
 
 
@@ -292,7 +292,7 @@ class Chain:
                                        self._fits_for(name))
                 except ProviderFailure as exc:  # the answer check rejected what the engine said
                     failure = exc.redact(self._secrets(name))
-                except Exception as exc:  # noqa: BLE001 - our bug, not the engine's
+                except Exception as exc:  # our bug, not the engine's
                     log.exception("answer check failed on %s's reply", name)
                     out.attempts.append(_record(name, "error", t0, "gateway internal error in the answer check"))
                     out.error = GatewayError(f"internal error in the answer check ({type(exc).__name__}); "
@@ -354,7 +354,7 @@ class Chain:
             return None, exc.redact(self._secrets(name))
         except ConfigError as exc:
             return None, exc
-        except Exception as exc:  # noqa: BLE001 - a provider bug must not take the gateway down
+        except Exception as exc:  # a provider bug must not take the gateway down
             log.exception("rung %s raised an unexpected error", name)
             return None, ProviderFailure(f"{name}: internal error ({type(exc).__name__})")
 

@@ -287,7 +287,7 @@ def _known_provider(name: str) -> bool:
 def _open_input(path: str) -> BinaryIO:
     """Bytes, decoded by the caller, so text that is not UTF-8 is an invalid request naming
     where it is, not a traceback."""
-    return sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+    return sys.stdin.buffer if path == "-" else open(path, "rb")
 
 
 def _decode(data: bytes, where: str) -> tuple[str | None, dict[str, Any] | None]:

@@ -170,7 +170,7 @@ class Gateway:
             result = _judge_result(rid, [], started, error=exc.as_dict())
             self._audit(result, None)
             return result
-        except Exception as exc:  # noqa: BLE001 - the last net: no input may crash a face
+        except Exception as exc:  # the last net: no input may crash a face
             log.exception("internal error while judging")
             error = GatewayError(f"internal error ({type(exc).__name__}); please report it", INTERNAL_ERROR)
             result = _judge_result(rid, [], started, error=error.as_dict())
@@ -211,7 +211,7 @@ class Gateway:
             judge = parse_decide(payload).to_judge(rid)
         except ValidationError as exc:
             error = InvalidRequest(describe_validation_error(exc)).as_dict()
-        except Exception as exc:  # noqa: BLE001 - the last net, as in judge()
+        except Exception as exc:  # the last net, as in judge()
             log.exception("internal error while reading a decide request")
             error = GatewayError(f"internal error ({type(exc).__name__}); please report it", INTERNAL_ERROR).as_dict()
         else:

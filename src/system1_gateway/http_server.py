@@ -536,7 +536,7 @@ class _Uvicorn(uvicorn.Server):
         self.failed = False  # on_started raised: run() reports 1
 
     @contextlib.contextmanager
-    def capture_signals(self):  # noqa: D102
+    def capture_signals(self):
         yield
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -544,7 +544,7 @@ class _Uvicorn(uvicorn.Server):
         if self.started and not self.should_exit:
             try:
                 self._on_started()
-            except Exception:  # noqa: BLE001 - e.g. the daemon could not write its port file
+            except Exception:  # e.g. the daemon could not write its port file
                 log.exception("on_started failed; stopping")
                 self.failed = True
                 self.should_exit = True

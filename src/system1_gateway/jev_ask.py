@@ -12,7 +12,6 @@ reads SYSTEM1_JEV_API_KEY as it always does. Stdlib only.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess

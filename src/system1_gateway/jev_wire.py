@@ -434,7 +434,7 @@ async def systemone(request: Request) -> JSONResponse:
             return JSONResponse(error_body, status_code=status, headers=headers)
         jev_body, headers = to_jev(result, judge_request)
         return JSONResponse(jev_body, headers=headers)
-    except Exception as exc:  # noqa: BLE001 - the last net: a translation bug is ours, said as such
+    except Exception as exc:  # the last net: a translation bug is ours, said as such
         log.exception("Jev wire: translating a result failed")
         return JSONResponse({"detail": {"message": f"internal error in the Jev wire ({type(exc).__name__}); "
                                         f"please report it", "code": INTERNAL_ERROR}}, status_code=500)

@@ -45,7 +45,7 @@ def _probe(rungs: Rungs, name: str, timeout_s: float) -> dict[str, Any]:
             ok, detail, model = h.ok, h.detail, h.model
     except GatewayError as exc:
         ok, detail, model = False, exc.message, None
-    except Exception as exc:  # noqa: BLE001 - a provider's probe must never crash health
+    except Exception as exc:  # a provider's probe must never crash health
         log.warning("health probe of %s raised %s", name, type(exc).__name__, exc_info=True)
         ok, detail, model = False, f"health probe failed ({type(exc).__name__})", None
     return {"provider": name, "ok": ok, "detail": detail, "model": model, "latency_ms": ms(time.perf_counter() - t0)}

@@ -288,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
     except Refused as exc:
         console.print(f"[red]bench:[/red] {exc}")
         return EXIT_INVALID
-    except Exception as exc:  # noqa: BLE001 - a config or --providers error: say it, no trace
+    except Exception as exc:  # a config or --providers error: say it, no trace
         from ..errors import GatewayError
 
         if not isinstance(exc, GatewayError):

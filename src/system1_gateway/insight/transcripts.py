@@ -144,7 +144,7 @@ def iter_lines(path: Path | str, stats: Stats | None = None,
     bounded whatever the file holds. An unreadable file yields nothing (counted in stats)."""
     stats = stats if stats is not None else Stats()
     try:
-        f = open(path, "rb", buffering=READ_BUFFER)
+        f = open(path, "rb", buffering=READ_BUFFER)  # noqa: SIM115 - only open's error is caught here; closed below
     except OSError as exc:
         stats.unreadable += 1
         stats.note(Path(path), 0, f"unreadable: {exc.strerror or exc}")

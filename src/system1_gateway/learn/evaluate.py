@@ -278,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
     except Refused as exc:
         console.print(f"[red]evaluate:[/red] {exc}")
         return EXIT_INVALID
-    except Exception as exc:  # noqa: BLE001 - e.g. a config or --provider error: say it, no trace
+    except Exception as exc:  # e.g. a config or --provider error: say it, no trace
         from ..errors import GatewayError
 
         if not isinstance(exc, GatewayError):

@@ -90,7 +90,7 @@ class _Backend(httpcore.NetworkBackend):
 
 
 def _pools(client: httpx.Client) -> list[Any]:
-    transports = [client._transport, *client._mounts.values()]  # noqa: SLF001 - see the module note
+    transports = [client._transport, *client._mounts.values()]  # see the module note
     return [getattr(t, "_pool", None) for t in transports if t is not None]
 
 
@@ -109,6 +109,6 @@ def clamp(client: httpx.Client) -> bool:
     if not pools or any(not hasattr(pool, "_network_backend") for pool in pools):
         return False
     for pool in pools:
-        if not isinstance(pool._network_backend, _Backend):  # noqa: SLF001
-            pool._network_backend = _Backend(pool._network_backend)  # noqa: SLF001
+        if not isinstance(pool._network_backend, _Backend):
+            pool._network_backend = _Backend(pool._network_backend)
     return True

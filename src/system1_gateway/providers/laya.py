@@ -18,7 +18,6 @@ What differs from the generic `systemone` wire (docs/engines.md):
 from __future__ import annotations
 
 import json
-import os
 import time
 import unicodedata
 from typing import Any, ClassVar, Literal

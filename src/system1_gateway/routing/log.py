@@ -63,7 +63,7 @@ def entries(where: str | Path | None = None, only: str | None = None) -> Iterato
     skipped, and a missing or unreadable file has none. `only`: a text a line must contain to be
     parsed at all (a cheap filter, e.g. '"source":"prompt"' for the prompt records)."""
     try:
-        handle = open(where or path(), encoding="utf-8", errors="replace")
+        handle = open(where or path(), encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the with below
     except OSError:
         return
     with handle:

@@ -91,7 +91,7 @@ def usable_cpus() -> int:
     except AttributeError:  # macOS, Windows
         n = os.cpu_count() or 1
     try:
-        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()  # noqa: SIM115 - one read of a cgroup file
         if quota != "max":
             n = min(n, max(1, int(int(quota) / int(period))))
     except (OSError, ValueError):
