@@ -23,7 +23,8 @@ import pytest
 
 from conftest import ROOT, require
 from system1_gateway.insight import transcripts as tr
-from system1_gateway.learn import commands, outcomes
+from system1_gateway.insight import outcomes
+from system1_gateway.learn import commands
 
 DATA = ROOT / "tests" / "data" / "transcripts"
 FIXTURES = DATA / "projects"

@@ -149,7 +149,7 @@ def _prompts_of(tf: TranscriptFile, facts: Facts) -> None:
 def scan(root: Path, since: float | None, project: str | None, progress: Callable[[int], None] | None = None) -> Facts:
     """Read every transcript once for prompts, hints and usage; spawns come from the
     outcomes scan (the same reader)."""
-    from ..learn.outcomes import collect, tier_of
+    from .outcomes import collect, tier_of
 
     started = time.perf_counter()
     facts = Facts()

@@ -157,7 +157,7 @@ window.addEventListener("load", () => {{
 
 
 def _since(text: str) -> float:
-    from ..learn.outcomes import parse_age
+    from .outcomes import parse_age
 
     return time.time() - parse_age(text)
 

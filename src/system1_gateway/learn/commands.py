@@ -90,8 +90,8 @@ PARSERS = {"calibrate": (HELP["calibrate"], calibrate_arguments),
 
 
 MODULES = {"calibrate": "system1_gateway.learn.calibrate", "evaluate": "system1_gateway.learn.evaluate",
-           "outcomes": "system1_gateway.learn.outcomes", "report": "system1_gateway.insight.report_view",
-           "bench": "system1_gateway.insight.bench"}
+           "outcomes": "system1_gateway.insight.outcomes", "report": "system1_gateway.insight.report_view",
+           "bench": "system1_gateway.learn.bench"}
 
 
 def run(name: str, args: argparse.Namespace) -> int:

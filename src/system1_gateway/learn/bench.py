@@ -39,7 +39,7 @@ class Refused(ValueError):
 
 def read_sets(paths: list[str], limit: int | None) -> tuple[list[dict[str, Any]], list[str]]:
     """Items of every set (task defaults to the file's stem), checked as teach checks them."""
-    from ..learn.labelled import read_labels
+    from .labelled import read_labels
 
     items, rejected = [], []
     for name in paths:
@@ -156,7 +156,7 @@ def _bootstrap(right: np.ndarray, seed: int = 0) -> tuple[float, float]:
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from ..learn import metrics
+    from . import metrics
 
     out: dict[str, Any] = {}
     by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -194,7 +194,7 @@ def plots(results: dict[str, Any], rows: list[dict[str, Any]], out: Path) -> lis
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..learn import calibration_fit as cf
+    from . import calibration_fit as cf
 
     written = []
     fig, ax = plt.subplots(figsize=(7, 4.5))

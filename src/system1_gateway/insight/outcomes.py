@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..insight.transcripts import (
+from .transcripts import (
     AgentModel, SpawnCall, SpawnResult, Stats, TaskNotification, default_root, iter_files, iter_spawn_events,
     model_family,
 )
