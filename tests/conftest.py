@@ -94,12 +94,9 @@ def isolated_env(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     # No test starts the per-user daemon unless it asks to (tests of the daemon set it to 1).
     monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "0")
-    from system1_gateway import notices, providers
+    from system1_gateway import notices
 
     notices._last.clear()  # each test starts like a new process
-    # An in-process HTTP server (test_http) marks the whole process as serving; each test
-    # starts outside one, whatever ran before it.
-    monkeypatch.setattr(providers, "serving_here", False)
     return tmp_path
 
 

@@ -15,44 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, BinaryIO, NoReturn, TextIO
+from typing import Any, BinaryIO
 
 from . import __codename__, __version__
+from .console import EXIT_FAILED, EXIT_INVALID, EXIT_OK, exit_code as _exit_code, invalid as _invalid
+from .console import JsonArgumentParser as _Parser
+from .console import emit as _emit
 from .errors import INVALID_REQUEST
-
-EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as a JSON `invalid_request` on stdout, exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        _emit(_invalid(f"command line: {message}"), pretty=False)
-        sys.exit(EXIT_INVALID)
-
-
-def _invalid(message: str) -> dict[str, Any]:
-    return {"status": "error", "error": {"code": INVALID_REQUEST, "message": message}}
-
-
-def _emit(obj: dict[str, Any], pretty: bool, out: TextIO | None = None) -> None:
-    out = out or sys.stdout
-    text = json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a request ("\ud800"): escape, never crash
-        text = json.dumps(obj, ensure_ascii=True, indent=2 if pretty else None)
-    out.write(text + "\n")
-    out.flush()
-
-
-def _exit_code(result: dict[str, Any]) -> int:
-    error = result.get("error")
-    if not error:
-        return EXIT_OK
-    return EXIT_INVALID if isinstance(error, dict) and error.get("code") == INVALID_REQUEST else EXIT_FAILED
-
 
 def _parser() -> _Parser:
     parser = _Parser(prog="system1", description="System-1 Gateway: fast typed decisions with probabilities.")
@@ -153,10 +122,10 @@ def _parser() -> _Parser:
 
 
 def _gateway():
-    from .core import Gateway
+    from . import answerer
     from .logs import configure
 
-    gateway = Gateway.from_environment()
+    gateway = answerer.gateway()
     gw = gateway.config.gateway
     configure(gw.log_level, gw.log_file)
     return gateway
@@ -265,14 +234,14 @@ class _Answerer:
     def answer(self, payload: Any) -> dict[str, Any]:
         import time
 
-        from . import client
+        from . import answerer
 
         started = time.monotonic()
-        routed = client.ask(f"/v1/{self.kind}", payload, provider=self.provider, started=started) \
-            if self.fast else client.Routed()
+        routed = answerer.ask(f"/v1/{self.kind}", payload, provider=self.provider, started=started) \
+            if self.fast else answerer.Routed()
         if routed.result is not None:
             return routed.result
-        return client.in_process(self.gateway(), self.kind, payload, self.provider, routed)
+        return answerer.in_process(self.gateway(), self.kind, payload, self.provider, routed)
 
 
 def _known_provider(name: str) -> bool:
@@ -472,7 +441,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_daemon(args: argparse.Namespace) -> int:
     from .daemon import command
 
-    return command(args)
+    def serving(host: str, port: int) -> Any:  # `daemon run` serves with the HTTP face
+        from .http_server import Serving
+
+        return Serving(host=host, port=port)
+
+    return command(args, serving)
 
 
 def _cmd_teach(args: argparse.Namespace) -> int:
@@ -506,8 +480,9 @@ def _cmd_learn(name: str, args: argparse.Namespace) -> int:
 
 def claude_command() -> list[str]:
     """`claude mcp add` for this interpreter: user scope, stdio, isolated mode (-I)."""
-    return ["claude", "mcp", "add", "--scope", "user", "--transport", "stdio", "system1", "--",
-            sys.executable, "-I", "-m", "system1_gateway"]
+    from .smoke import server_command  # (light: smoke imports the mcp SDK only when it runs)
+
+    return ["claude", "mcp", "add", "--scope", "user", "--transport", "stdio", "system1", "--", *server_command()]
 
 
 def _cmd_install_claude(args: argparse.Namespace) -> int:

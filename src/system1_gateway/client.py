@@ -9,12 +9,9 @@ http.client is left out: with the email parser and ssl it imports it cost ≈ 30
     daemon = find()                        # None: no daemon of *these* settings is running
     result = daemon.post("/v1/decide", payload, timeout_s=8.5)
 
-`ask()` is what the faces call: it finds the daemon (starting one when `[serve] autostart`
-allows), sends the request under the caller's deadline and returns either the daemon's
-answer, marked with a `daemon` attempt saying so, or what the caller needs to answer
-in-process instead: an attempt to put first in its own result (why it ran in-process) and
-the time left of the deadline. A daemon that is absent, stale, refuses, resets, hangs or
-answers something that is not a gateway result is a `DaemonUnavailable`, never a crash.
+The faces do not call this directly: `answerer.py` decides, once per request, whether the
+daemon or this process answers. A daemon that is absent, stale, refuses, resets or hangs is a
+`DaemonUnavailable`, never a crash. This module imports neither the core nor the lifecycle.
 """
 
 from __future__ import annotations
@@ -134,7 +131,7 @@ class Daemon:
             raise DaemonUnavailable(f"{method} {path}: HTTP {status}, not JSON") from None
         if not isinstance(answer, dict):
             raise DaemonUnavailable(f"{method} {path}: HTTP {status}, not a JSON object")
-        if status >= 300 and not _is_result(answer):
+        if status >= 300 and not is_result(answer):
             # 401, 404, 413, 5xx without a gateway result: nothing the caller can print.
             raise DaemonUnavailable(f"{method} {path}: HTTP {status}")
         return answer
@@ -205,7 +202,7 @@ def _unchunk(data: bytes) -> bytes:
     raise TornReply("incomplete reply")
 
 
-def _is_result(answer: dict[str, Any]) -> bool:
+def is_result(answer: dict[str, Any]) -> bool:
     """A gateway result (judge or decide), whatever the HTTP status that carried it."""
     return isinstance(answer.get("status"), str) and "error" in answer and isinstance(answer.get("attempts"), list)
 
@@ -229,131 +226,6 @@ def find() -> Daemon | None:
     """The running daemon of this user with this process's settings, or None."""
     daemon, same = locate(peek())
     return daemon if same else None
-
-
-def note(outcome: str, daemon: Daemon | None, detail: str, latency_ms: float = 0.0) -> dict[str, Any]:
-    """The attempt that says which path answered (results.py's Attempt shape)."""
-    where = f" ({daemon.describe()})" if daemon else ""
-    return {"provider": ROUTE, "outcome": outcome, "latency_ms": round(latency_ms, 2), "detail": f"daemon{where}: {detail}"}
-
-
-class Routed:
-    """What `ask` found: the daemon's answer, or why the caller answers in-process."""
-
-    def __init__(self, result: dict[str, Any] | None = None, note: dict[str, Any] | None = None,
-                 remaining_s: float | None = None):
-        self.result = result
-        self.note = note  # the first attempt of an in-process result (None: no daemon involved)
-        self.remaining_s = remaining_s  # deadline left for the in-process answer (None: all of it)
-
-
-def _deadline(payload: Any, settings: Settings) -> float:
-    own = payload.get("deadline_s") if isinstance(payload, dict) else None
-    if isinstance(own, (int, float)) and not isinstance(own, bool) and 0 < own <= 600:
-        return float(own)
-    return settings.deadline_s
-
-
-def _loading_allowance(daemon: Daemon, settings: Settings) -> float:
-    """Extra wait for a daemon still loading its models (it waits for them before the
-    request's deadline starts, up to the load budget). Only a daemon younger than the load
-    budget can be loading; only then is /healthz asked (one loopback round trip)."""
-    if time.time() - daemon.started >= settings.load_budget_s:
-        return 0.0
-    return settings.load_budget_s if daemon.get("/healthz", CONNECT_TIMEOUT_S).get("status") == "loading" else 0.0
-
-
-def ask(path: str, payload: Any, *, provider: str | None = None, started: float | None = None,
-        autostart: bool | None = None) -> Routed:
-    """Send one decide/judge to the daemon, within the request's deadline."""
-    started = time.monotonic() if started is None else started
-    settings = peek()
-    deadline_s = _deadline(payload, settings)
-    daemon, same = locate(settings)
-    if daemon is None and (settings.autostart if autostart is None else autostart):
-        daemon, same = start_daemon(settings)
-        # Waiting for the new daemon's models is load time (the load budget), never the
-        # request's deadline, as in the core.
-        started = time.monotonic()
-    if daemon is None:
-        return Routed()
-    if not same:
-        return Routed(note=note("skipped", daemon, "runs other settings (an environment override or another "
-                                                   "config file); answered in-process"))
-    t0 = time.monotonic()
-    try:
-        loading_s = _loading_allowance(daemon, settings)
-        timeout_s = deadline_s + MARGIN_S + loading_s - (time.monotonic() - started)
-        # A chain override ("jev,openai") travels as ?provider=, not ?chain=: a daemon from before
-        # chains (same settings, older code) then refuses it with a 422 instead of ignoring an
-        # unknown parameter and answering with its own chain.
-        result = daemon.post(path, payload, timeout_s, {"provider": provider} if provider else None)
-    except DaemonUnavailable as exc:
-        left = deadline_s - (time.monotonic() - started)
-        return Routed(note=note("error", daemon, f"{exc}; answered in-process", (time.monotonic() - t0) * 1000),
-                      remaining_s=left)
-    if not _is_result(result):
-        left = deadline_s - (time.monotonic() - started)
-        return Routed(note=note("error", daemon, "answered something that is not a gateway result; "
-                                                 "answered in-process"), remaining_s=left)
-    result["attempts"].insert(0, note("ok", daemon, "answered by the warm daemon", (time.monotonic() - t0) * 1000))
-    return Routed(result=result)
-
-
-def in_process(gateway: Any, kind: str, payload: Any, provider: str | None, routed: Routed) -> dict[str, Any]:
-    """Answer with an in-process Gateway after `ask` found no usable daemon: within what is
-    left of the deadline when the daemon failed mid-call, with `routed.note` as the first
-    attempt. (Duck-typed: this module never imports the core.)"""
-    if routed.remaining_s is None:
-        result = (gateway.decide if kind == "decide" else gateway.judge)(payload, provider=provider)
-    else:
-        result = _within(gateway, kind, payload, provider, routed.remaining_s)
-    if routed.note is not None and isinstance(result.get("attempts"), list):
-        result["attempts"].insert(0, routed.note)
-    return result
-
-
-def _within(gateway: Any, kind: str, payload: Any, provider: str | None, remaining_s: float) -> dict[str, Any]:
-    """Run with the deadline cut to what is left (a request's own deadline_s included); with
-    nothing left the answer is deadline_exceeded, a clean error."""
-    import copy
-    import dataclasses
-
-    if remaining_s < MIN_DEADLINE_S:  # below what a request may ask for: nothing left to run
-        from .core import error_result  # the in-process path: the core is loaded already
-        from .errors import DEADLINE_EXCEEDED, GatewayError
-
-        rid = payload.get("request_id") if isinstance(payload, dict) else None
-        return error_result(kind, GatewayError("the deadline ran out while the daemon failed to answer",
-                                               DEADLINE_EXCEEDED), rid if isinstance(rid, str) else None)
-    left = remaining_s
-    own = payload.get("deadline_s") if isinstance(payload, dict) else None
-    if isinstance(own, (int, float)) and not isinstance(own, bool) and 0 < own <= 600:
-        payload = {**payload, "deadline_s": min(own, left)}
-    # A shallow copy sharing rungs, chain and state, with the shorter deadline in its own
-    # settings: concurrent calls on the same gateway (the MCP server's) are not affected.
-    shorter = copy.copy(gateway)
-    shorter.config = dataclasses.replace(gateway.config,
-                                         gateway=gateway.config.gateway.model_copy(update={"deadline_s": left}))
-    run = shorter.decide if kind == "decide" else shorter.judge
-    return run(payload, provider=provider)
-
-
-def start_daemon(settings: Settings) -> tuple[Daemon | None, bool]:
-    """Start the daemon detached. With a model to load (an `embedded` first rung) wait for it:
-    loading a second copy in-process takes as long, on the same cores, and doubles the
-    memory (measured in docs/warm-engine.md); with HTTP or mock rungs answer in-process now
-    and leave the daemon to come up for the next call."""
-    try:
-        from . import daemon as lifecycle  # stdlib + daemon_files only (its contract)
-
-        if lifecycle.ensure_running() is None:  # autostart off, other settings, or it failed
-            return None, False
-        if settings.first_kind != "embedded":
-            return None, False
-        return wait_ready(settings.load_budget_s, settings, alive=lifecycle.lock_held)
-    except Exception:  # noqa: BLE001 - autostart is a convenience: never what fails a request
-        return None, False
 
 
 def wait_ready(budget_s: float, settings: Settings | None = None, alive: Any = None) -> tuple[Daemon | None, bool]:

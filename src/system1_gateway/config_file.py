@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from .paths import config_path, state_file, write_atomic
+from .paths import config_path, sha256, state_file, write_atomic  # the builtin sha256: no OpenSSL import
 
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ def load() -> dict[str, Any] | None:
         return None
     except OSError as exc:
         raise Unreadable(f"{path}: cannot read: {exc}") from None
-    from .daemon_files import sha256  # the builtin one, without OpenSSL's import cost
 
     global _last
     key = [path, sha256(raw).hexdigest()]

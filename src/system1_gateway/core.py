@@ -47,7 +47,7 @@ class Gateway:
 
     def __init__(self, config: Config | None = None, config_error: ConfigError | None = None,
                  providers: dict[str, BaseProvider] | None = None, calibration: Calibration | None = None,
-                 record: bool = True):
+                 record: bool = True, build: Any = None):
         self.config = config or Config()  # defaults keep capabilities answerable when broken
         self.config_error = config_error
         # `record`: one audit line and today's counters per request. `system1 bulk` turns it
@@ -56,7 +56,9 @@ class Gateway:
         # notices still apply.
         self.record = record
         self.state: StateStore = open_state(self.config.state.url, self.config.state.prefix)
-        self.rungs = Rungs(self.config, providers)
+        # `providers`: rungs built by the caller (it owns them); `build`: how the others are built
+        # (default providers.build; answerer.py's delegates an embedded rung to the daemon).
+        self.rungs = Rungs(self.config, providers, **({"build": build} if build is not None else {}))
         # `calibration`: the fits in force (default: the shipped and the user's files);
         # Calibration.off() gives the engines' raw answers, which calibrate and evaluate fit.
         self.calibration = calibration if calibration is not None else Calibration()
@@ -154,7 +156,9 @@ class Gateway:
         return max(limits) if limits else None
 
     # -- judge ----------------------------------------------------------------------------
-    def judge(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
+    def judge(self, payload: Any, *, provider: str | None = None, deadline_s: float | None = None) -> dict[str, Any]:
+        """One judge request. `deadline_s` caps this call's deadline (the request's own, else the
+        configured one): a caller that already spent part of the time passes what is left."""
         started = time.perf_counter()
         rid = _request_id(payload)
         token = request_id_var.set(rid)
@@ -165,7 +169,7 @@ class Gateway:
                 raise InvalidRequest(describe_validation_error(exc)) from None
             if request.request_id != rid:
                 request = request.model_copy(update={"request_id": rid})
-            return self._run(request, provider, started)
+            return self._run(request, provider, started, deadline_s)
         except GatewayError as exc:
             result = _judge_result(rid, [], started, error=exc.as_dict())
             self._audit(result, None)
@@ -179,13 +183,16 @@ class Gateway:
         finally:
             request_id_var.reset(token)
 
-    def _run(self, request: JudgeRequest, provider: str | None, started: float) -> dict[str, Any]:
+    def _run(self, request: JudgeRequest, provider: str | None, started: float,
+             cap_s: float | None = None) -> dict[str, Any]:
         chain = self.chain(provider)
         gw = self.config.gateway
         if toggle.paused():
             result = _judge_result(request.request_id, chain, started, answers=_paused_answers(request))
         else:
             deadline_s = request.deadline_s or gw.deadline_s
+            if cap_s is not None:
+                deadline_s = min(deadline_s, cap_s)
 
             def walk(req: JudgeRequest):  # every walk of one request shares its deadline
                 return self._chain.run(req, chain, request.min_confidence, deadline_s, started, gw.min_confidence)
@@ -204,7 +211,7 @@ class Gateway:
         return result
 
     # -- decide ---------------------------------------------------------------------------
-    def decide(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
+    def decide(self, payload: Any, *, provider: str | None = None, deadline_s: float | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         rid = _request_id(payload)
         try:
@@ -215,7 +222,7 @@ class Gateway:
             log.exception("internal error while reading a decide request")
             error = GatewayError(f"internal error ({type(exc).__name__}); please report it", INTERNAL_ERROR).as_dict()
         else:
-            return _decide_response(self.judge(judge, provider=provider))
+            return _decide_response(self.judge(judge, provider=provider, deadline_s=deadline_s))
         result = _judge_result(rid, [], started, error=error)
         self._audit(result, None)
         return _decide_response(result)

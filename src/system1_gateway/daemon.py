@@ -33,8 +33,8 @@ from urllib.parse import urlsplit
 
 from . import __version__
 from .client import Daemon, DaemonUnavailable
-from .daemon_files import (daemon_dir, fingerprint, lock_path, log_path, pid_alive, pid_path, port_path,
-                           read_port, write_private)
+from .daemon_files import (LOCK_FD_ENV, daemon_dir, fingerprint, lock_path, log_path, pid_alive, pid_path,
+                           port_path, read_port, write_private)
 
 if TYPE_CHECKING:
     import subprocess
@@ -46,7 +46,6 @@ RUN_LOCK_WAIT_S = 10.0  # `daemon run` started by hand or at login while another
 LOG_MAX_BYTES = 1 << 20  # daemon.log is rotated to daemon.log.1 past this size, at start
 # The starter hands its locked lock file to the child through this variable (POSIX). It is
 # removed from the environment before anything computes a fingerprint.
-LOCK_FD_ENV = "SYSTEM1_DAEMON_LOCK_FD"
 
 
 # --- the lock -------------------------------------------------------------------------------
@@ -543,8 +542,10 @@ def _idle_watcher(serving: Any, idle_exit_min: float, watch: _Watch) -> Callable
     return loop
 
 
-def run() -> int:
-    """`system1 daemon run`: serve in the foreground as the daemon (what `start` launches)."""
+def run(serving_for: Callable[[str, int], Any]) -> int:
+    """`system1 daemon run`: serve in the foreground as the daemon (what `start` launches).
+    `serving_for(host, port)` is the server (the CLI passes http_server.Serving): the lifecycle
+    knows no server."""
     fd = _adopt_inherited_lock()
     if fd is None:
         fd, outcome = _take_lock_for_run()
@@ -557,9 +558,7 @@ def run() -> int:
         if not port_free(host, port):
             _say(f"port {port} on {host} is taken by another program: using a free port (see {port_path().name})")
             port = 0
-        from .http_server import Serving
-
-        serving = Serving(host=host, port=port)
+        serving = serving_for(host, port)
 
         def on_signal(signum: int, _frame: Any) -> None:
             watch.reason = f"signal {signal.Signals(signum).name}"
@@ -594,7 +593,7 @@ def run() -> int:
 # --- the CLI ----------------------------------------------------------------------------------------
 
 def _emit(obj: dict[str, Any], pretty: bool) -> None:
-    from .cli import _emit as emit  # the CLI's one JSON writer (lone surrogates in paths included)
+    from .console import emit  # the one JSON writer (lone surrogates in paths included)
 
     try:
         emit(obj, pretty)
@@ -606,7 +605,7 @@ def _ok(result: dict[str, Any]) -> int:
     return EXIT_FAILED if result.get("error") or result.get("status") == "failed" else EXIT_OK
 
 
-def command(args: Any) -> int:
+def command(args: Any, serving_for: Callable[[str, int], Any] | None = None) -> int:
     """`system1 daemon <action> [--apply] [--pretty]`: one JSON object on stdout; exit 0 ok,
     1 failed, 2 invalid."""
     action, pretty, apply = getattr(args, "action", None), bool(getattr(args, "pretty", False)), \
@@ -616,7 +615,9 @@ def command(args: Any) -> int:
                f"--apply: only for install-login and uninstall-login, not {action!r}"}}, pretty)
         return EXIT_INVALID
     if action == "run":
-        return run()
+        if serving_for is None:
+            raise ValueError("daemon run needs the server to serve with")
+        return run(serving_for)
     if action in ("install-login", "uninstall-login"):
         from . import login_units
 

@@ -25,16 +25,11 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-from .paths import config_path, state_dir, write_atomic
+from .paths import config_path, sha256, state_dir, write_atomic
 
-try:  # the builtin sha256: the same digest as hashlib's, without importing OpenSSL (≈ 3.5 ms per hook)
-    from _sha2 import sha256  # Python 3.12+
-except ImportError:
-    try:
-        from _sha256 import sha256  # Python 3.11
-    except ImportError:  # pragma: no cover - a build without the builtin hashes
-        from hashlib import sha256
 
+# The lock's descriptor, handed by `daemon start` to the `daemon run` it spawns.
+LOCK_FD_ENV = "SYSTEM1_DAEMON_LOCK_FD"
 # Variables that steer the daemon's lifecycle or the tests, not the answers.
 NOT_SETTINGS = frozenset({
     "SYSTEM1_SERVE_AUTOSTART", "SYSTEM1_SERVE_IDLE_EXIT_MIN", "SYSTEM1_SERVE_HOST", "SYSTEM1_SERVE_PORT",

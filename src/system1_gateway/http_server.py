@@ -256,13 +256,13 @@ class McpFace:
     def __init__(self, gateway: Gateway):
         self._gateway = gateway
 
-    def judge(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
+    def judge(self, payload: Any, *, provider: str | None = None, deadline_s: float | None = None) -> dict[str, Any]:
         face_var.set("mcp")
-        return self._gateway.judge(payload, provider=provider)
+        return self._gateway.judge(payload, provider=provider, deadline_s=deadline_s)
 
-    def decide(self, payload: Any, *, provider: str | None = None) -> dict[str, Any]:
+    def decide(self, payload: Any, *, provider: str | None = None, deadline_s: float | None = None) -> dict[str, Any]:
         face_var.set("mcp")
-        return self._gateway.decide(payload, provider=provider)
+        return self._gateway.decide(payload, provider=provider, deadline_s=deadline_s)
 
     def __getattr__(self, name: str) -> Any:  # health, status, capabilities, warm, …
         return getattr(self._gateway, name)
@@ -558,11 +558,8 @@ class Serving:
     """One `system1 serve` run: `run()` blocks serving; `stop()` (any thread) is graceful."""
 
     def __init__(self, host: str | None = None, port: int | None = None, gateway: Gateway | None = None):
-        from . import providers
-
-        # This process is the server: its embedded rungs load their own engine, never
-        # delegate to a daemon (which may be this very process).
-        providers.serving_here = True
+        # This process is the server: its Gateway is built here (not through answerer.py), so
+        # its embedded rungs load their own engine and never delegate to a daemon.
         self._gateway = gateway
         settings = (gateway.config if gateway is not None else _config()).serve
         self.settings = settings

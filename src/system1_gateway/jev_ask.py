@@ -18,7 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .cli import EXIT_FAILED, EXIT_INVALID, _emit, _invalid, _Parser
+from .console import EXIT_FAILED, EXIT_INVALID
+from .console import JsonArgumentParser as _Parser
+from .console import emit as _emit
+from .console import invalid as _invalid
 from .pi_settings import JEV, PiSettingsError, gateway_chain, read_order, settings_path
 
 

@@ -38,7 +38,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from . import __version__, client
+from . import __version__, answerer, client
 from .core import Gateway
 from .errors import INVALID_REQUEST
 from .logs import LOGGER, configure
@@ -74,10 +74,10 @@ class Delegation:
         self.gateway = gateway
 
     def answer(self, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        routed = client.ask(f"/v1/{kind}", arguments)
+        routed = answerer.ask(f"/v1/{kind}", arguments)
         if routed.result is not None:
             return routed.result
-        return client.in_process(self.gateway, kind, arguments, None, routed)
+        return answerer.in_process(self.gateway, kind, arguments, None, routed)
 
     def report(self, kind: str) -> dict[str, Any]:
         daemon = client.find()
@@ -94,7 +94,7 @@ class Delegation:
         settings = client.peek()
         daemon, _ = client.locate(settings)
         if daemon is None and settings.autostart:
-            daemon, _ = client.start_daemon(settings)
+            daemon, _ = answerer.start_daemon(settings)
         if daemon is None:
             self.gateway.warm()
 
@@ -214,7 +214,7 @@ async def explain_protocol_errors(ctx: Any, call_next: Callable) -> Any:
 
 
 def build_server(gateway: Gateway | None = None) -> Server:
-    gateway = gateway or Gateway.from_environment()
+    gateway = gateway or answerer.gateway()
     tools = Tools(gateway)
     warm_started = threading.Event()
 
@@ -302,7 +302,7 @@ def main() -> int:
     # reader thread may sit in a blocking read and hold interpreter shutdown. Every message
     # is written whole, so stopping between writes leaves the stream well-formed.
     signal.signal(signal.SIGTERM, _terminate)
-    gateway = Gateway.from_environment()
+    gateway = answerer.gateway()
     gw = gateway.config.gateway
     configure(gw.log_level, gw.log_file)
     try:

@@ -146,12 +146,12 @@ def instrument(gateway: Any, metrics: Metrics) -> None:
 
 
 def _observed(call: Callable[..., dict[str, Any]], metrics: Metrics) -> Callable[..., dict[str, Any]]:
-    def run(payload: Any, *, provider: str | None = None) -> dict[str, Any]:
+    def run(payload: Any, *, provider: str | None = None, deadline_s: float | None = None) -> dict[str, Any]:
         if _observing.get():
-            return call(payload, provider=provider)
+            return call(payload, provider=provider, deadline_s=deadline_s)
         token = _observing.set(True)
         try:
-            result = call(payload, provider=provider)
+            result = call(payload, provider=provider, deadline_s=deadline_s)
         finally:
             _observing.reset(token)
         metrics.observe(face_var.get(), result)

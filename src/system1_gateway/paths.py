@@ -7,6 +7,15 @@ import os
 import sys
 from pathlib import Path
 
+try:  # the builtin sha256 (used by config_file and daemon_files): the same digest as hashlib's, without
+    # importing OpenSSL (≈ 3.5 ms per hook)
+    from _sha2 import sha256  # Python 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:  # pragma: no cover - a build without the builtin hashes
+        from hashlib import sha256  # noqa: F401 - re-exported
+
 
 def state_dir() -> Path:
     """`~/.system1-gateway` (or `SYSTEM1_STATE_DIR`): models cache, audit log, shared state."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from typing import Any
 
@@ -19,10 +20,9 @@ STARTUP_TIMEOUT_S = 120.0  # a first decision may join and load the local model
 
 
 def server_command() -> list[str]:
-    from .cli import claude_command
-
-    command = claude_command()
-    return command[command.index("--") + 1:]
+    """The stdio MCP server as `claude mcp add` registers it (cli.claude_command): this
+    interpreter, isolated mode (-I)."""
+    return [sys.executable, "-I", "-m", "system1_gateway"]
 
 
 async def _checks(args: argparse.Namespace, report: list[dict[str, Any]]) -> None:

@@ -26,10 +26,9 @@ class Worker:
     """Holds one gateway, warmed once: a Ray actor, or a process of the local pool."""
 
     def __init__(self, config: Any, provider: str | None):
-        from .. import providers
         from ..core import Gateway
 
-        providers.serving_here = True  # this worker's own warm engine, never the user's daemon
+        # this worker's own warm engine (built here, not through answerer.py): never the daemon
         self.provider = provider
         self.gateway = Gateway(config, record=False)  # one summary, not an audit line per row
         self.gateway.warm(provider, full=False)  # the accurate tier loads if a row needs it

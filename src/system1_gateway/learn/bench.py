@@ -102,12 +102,12 @@ def ask_all(items: list[dict[str, Any]], providers: list[str], cache: Cache, thr
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     from ..config import load_config
-    from ..core import Gateway
+    from .. import answerer
     from ..model import answer_labels, parse_judge
 
     config = load_config()
     rows, failed = [], 0
-    with Gateway(config, record=False) as gw, Progress("{task.description}", BarColumn(), MofNCompleteColumn(),
+    with answerer.gateway(config, record=False) as gw, Progress("{task.description}", BarColumn(), MofNCompleteColumn(),
                                          TimeRemainingColumn(), console=console, transient=True) as bar:
         for provider in providers:
             gw.override(provider, "--providers")  # an unknown rung fails before any work

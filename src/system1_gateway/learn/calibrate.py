@@ -77,7 +77,7 @@ def raw_answers(rows: list[tuple[Any, dict[str, Any], str, str]], provider: str 
     """The engine's raw (uncalibrated) answer to each row: one request per distinct state.
     Returns one record per answered row and the errors."""
     from ..config import load_config
-    from ..core import Gateway
+    from .. import answerer
     from ..model import parse_judge
 
     by_state: dict[str, list[int]] = {}
@@ -85,7 +85,7 @@ def raw_answers(rows: list[tuple[Any, dict[str, Any], str, str]], provider: str 
         by_state.setdefault(json.dumps(state, sort_keys=True, ensure_ascii=False), []).append(i)
     out: list[dict[str, Any]] = []
     errors: list[str] = []
-    gw = Gateway(load_config(), calibration=Calibration.off(), record=False)
+    gw = answerer.gateway(load_config(), calibration=Calibration.off(), record=False)
     with gw, _progress(console, len(by_state), "asking the engine (calibration off)") as advance:
         chain = gw.chain(provider)
         distinct = {json.dumps(r[1], sort_keys=True): r[1] for r in rows}
@@ -296,9 +296,9 @@ def _load_proposals(path: str, items: list[Item]) -> list[Item]:
 
 def _propose_with(rung: str, items: list[Item], console: Any) -> None:
     from ..config import load_config
-    from ..core import Gateway
+    from .. import answerer
 
-    with Gateway(load_config(), record=False) as gw, _progress(console, len(items), f"proposals from {rung}") as advance:
+    with answerer.gateway(load_config(), record=False) as gw, _progress(console, len(items), f"proposals from {rung}") as advance:
         for item in items:
             advance()
             if not item.question:

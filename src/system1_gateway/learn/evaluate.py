@@ -92,10 +92,10 @@ class _Asker:
 
     def __init__(self, provider: str | None):
         from ..config import load_config
-        from ..core import Gateway
+        from .. import answerer
 
         self.config = load_config()
-        self.gw = Gateway(self.config, record=False)
+        self.gw = answerer.gateway(self.config, record=False)
         self.provider = provider
         self.gw.chain(provider)  # a bad --provider fails here, before any work
         self.questions = {name: {"builtin": name} for name in ROUTING_FEATURES}
@@ -167,9 +167,9 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
 
     routing_bar = config_tables.load()[0]["routing"]["min_confidence"]
     from ..config import load_config
-    from ..core import Gateway
+    from .. import answerer
 
-    with Gateway(load_config(), record=False) as check:
+    with answerer.gateway(load_config(), record=False) as check:
         check.chain(args.provider)  # a bad --provider fails here, before any engine loads
     per: dict[str, list[tuple[float, float, float, bool]]] = {name: [] for name in ROUTING_FEATURES}
     rule_engine: list[tuple[str, str, str | None]] = []

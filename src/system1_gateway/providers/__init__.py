@@ -1,9 +1,6 @@
 """Provider registry: kind → "module:Class", imported only when a rung first needs it.
 
 Adding an engine is one module under providers/ and one line here.
-
-An `embedded` rung built outside the daemon uses the daemon's warm engine when the daemon's
-settings for that rung are provably the same (daemon_rung.py): one model per user.
 """
 
 from __future__ import annotations
@@ -26,11 +23,6 @@ KINDS: dict[str, str] = {
 }
 
 
-# Set to True by the HTTP server (`daemon run`, `system1 serve`): a server never delegates
-# its embedded rung to the daemon (which would be itself).
-serving_here = False
-
-
 def provider_class(kind: str) -> Any:
     target = KINDS.get(kind)
     if target is None:
@@ -47,9 +39,4 @@ def build(name: str, kind: str, settings: dict[str, Any]) -> Any:
         if importlib.util.find_spec(module) is None:
             raise ConfigError(f"[providers.{name}] kind {kind!r} needs the {module!r} package: "
                               f"pip install 'system1-gateway[{extra}]'")
-    instance = cls(name, settings)
-    if kind == "embedded":
-        from .daemon_rung import delegate
-
-        return delegate(name, instance) or instance
-    return instance
+    return cls(name, settings)

@@ -9,8 +9,8 @@ local chain checks, thresholds and records the answers as its own.
 "Provably the same" (Linux): the daemon's environment, read from /proc/<pid>/environ, gives
 the port file's fingerprint (so the config file it read is ours, byte for byte), and its
 `SYSTEM1_<RUNG>_*` variables equal ours. Anything unreadable or different: no delegation
-(other systems: never, for now). Never inside the daemon itself (its own pid is in the port
-file, and `providers.serving_here` is set by the server).
+(other systems: never, for now). Only the faces that answer in-process build one
+(answerer.delegating_build); the daemon and the bulk workers never do.
 """
 
 from __future__ import annotations
@@ -51,24 +51,10 @@ def rung_variables(name: str, environ: Any) -> dict[str, str]:
 def same_rung_settings(daemon: client.Daemon, name: str) -> bool:
     env = daemon_environ(daemon.pid)
     if env is not None:
-        from ..daemon import LOCK_FD_ENV
-
-        env.pop(LOCK_FD_ENV, None)  # the lock handed to the child: `daemon run` drops it too
+        env.pop(daemon_files.LOCK_FD_ENV, None)  # the lock handed to the child: `daemon run` drops it too
     if env is None or daemon_files.fingerprint(env) != daemon.fingerprint:
         return False  # not its environment after all, or another config file
     return rung_variables(name, env) == rung_variables(name, os.environ)
-
-
-def delegate(name: str, local: BaseProvider) -> BaseProvider | None:
-    """A DaemonRung for this embedded rung when the daemon's is provably the same, else None."""
-    from . import serving_here
-
-    if serving_here:
-        return None
-    daemon, _ = client.locate(client.peek())  # None for a stale file, and inside the daemon
-    if daemon is None or not same_rung_settings(daemon, name):
-        return None
-    return DaemonRung(name, daemon, local)
 
 
 def _raw(answer: dict[str, Any]) -> dict[str, Any]:
