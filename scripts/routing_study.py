@@ -43,7 +43,13 @@ from system1_gateway.providers.embedded.heads import Head, option_texts
 
 TASKS = ["read_only", "design", "review", "specified"]
 BAR = 0.8  # [routing] min_confidence
+# name: (reading, share of the real training split, temperature on real rows, weight of a real row)
+SPECS = {"own": ("first", 0.0, False, 1.0), "+real": ("first", 1.0, False, 1.0),
+         "+real/whole": ("whole", 1.0, False, 1.0), "+real/whole/T": ("whole", 1.0, True, 1.0),
+         "+real/whole/T/w3": ("whole", 1.0, True, 3.0), "+real/mix/T": ("mix", 1.0, True, 1.0),
+         "+real/mix/T/w2": ("mix", 1.0, True, 2.0), "+real/mix/T/w3": ("mix", 1.0, True, 3.0)}
 VARIANTS = ("own", "+real", "+real/whole", "+real/whole/T", "+real/whole/T/w3", "+real/mix/T/w3")
+DEV_CV = {"own", "+real/whole/T", "+real/whole/T/w3", "+real/mix/T", "+real/mix/T/w2", "+real/mix/T/w3"}
 
 
 class Embeddings:
@@ -83,7 +89,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=TASKS, choices=TASKS)
     ap.add_argument("--out", type=Path, default=tbh.ROOT / "docs" / "studies" / "routing-real.json")
-    ap.add_argument("--curve", nargs="+", type=float, default=[0.0, 0.25, 0.5, 1.0])
+    ap.add_argument("--curve", nargs="+", type=float, default=[0.0, 0.25, 0.5, 1.0],
+                    help="learning curve over the share of real training data, for the last variant")
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(SPECS))
     args = ap.parse_args()
     emb = Embeddings(FastEngine(usable_cpus()))
     report: dict = {"bar": BAR, "tasks": {}}
@@ -129,24 +137,22 @@ def main() -> int:
                 out["dev_cv"] = metrics.summary(cal, ys["dev"])
             return out
 
-        entry["own"] = variant("first", 0.0, False)
-        entry["+real"] = variant("first", 1.0, False, dev_cv=False)
-        entry["+real/whole"] = variant("whole", 1.0, False, dev_cv=False)
-        entry["+real/whole/T"] = variant("whole", 1.0, True)
-        entry["+real/whole/T/w3"] = variant("whole", 1.0, True, real_weight=3.0)
-        entry["+real/mix/T/w3"] = variant("mix", 1.0, True, real_weight=3.0, dev_cv=False)
-        entry["curve"] = {str(f): variant("whole", f, True, dev_cv=False, real_weight=3.0)["test"]
+        for key in args.variants:
+            mode, use_real, real_t, weight = SPECS[key]
+            entry[key] = variant(mode, use_real, real_t, real_weight=weight, dev_cv=key in DEV_CV)
+        mode, _, real_t, weight = SPECS[args.variants[-1]]
+        entry["curve"] = {str(f): variant(mode, f, real_t, dev_cv=False, real_weight=weight)["test"]
                           for f in args.curve}
         entry["seconds"] = round(time.perf_counter() - t0, 1)
         report["tasks"][task] = entry
-        row = [entry["shipped"]["test"]] + [entry[k]["test"] for k in VARIANTS]
+        row = [entry["shipped"]["test"]] + [entry[k]["test"] for k in args.variants]
         print(f"{task:<10} real held-out n={len(real_test)}  acc " + "  ".join(f"{r['accuracy']:.3f}" for r in row)
               + "   ECE " + "  ".join(f"{r['ece']:.3f}" for r in row)
-              + "   dev cv " + "  ".join(f"{entry[k]['dev_cv']['accuracy']:.3f}" for k in VARIANTS
+              + "   dev cv " + "  ".join(f"{entry[k]['dev_cv']['accuracy']:.3f}" for k in args.variants
                                          if "dev_cv" in entry[k]), flush=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
-    print("columns: shipped, " + ", ".join(VARIANTS) + "; dev cv of own, +real/whole/T, +real/whole/T/w3; written",
-          args.out)
+    print("columns: shipped, " + ", ".join(args.variants) + "; dev cv of "
+          + ", ".join(k for k in args.variants if k in DEV_CV) + "; written", args.out)
     return 0
 
 

@@ -30,7 +30,7 @@ from system1_gateway.learn import fit, metrics
 from system1_gateway.providers.embedded import usable_cpus
 from system1_gateway.providers.embedded.fast import FastEngine
 from system1_gateway.model import parse_judge
-from system1_gateway.providers.embedded.heads import option_texts
+from system1_gateway.providers.embedded.heads import FEATURE_VERSION, READINGS, option_texts, reader
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "heads"
@@ -151,6 +151,7 @@ def main() -> int:
     args = ap.parse_args()
     zs = json.loads(args.zero_shot.read_text())["items"] if args.zero_shot.exists() else {}
     engine = FastEngine(usable_cpus())
+    embed = reader(engine, READINGS[FEATURE_VERSION])  # the reading new heads are made for
     report: dict = {}
     pooled: list = []
     print(f"{'question':<12} {'dev':>4} {'own':>5} {'zero-shot':>10} {'head cv':>8} {'ECE':>6} "
@@ -169,8 +170,8 @@ def main() -> int:
         y_dev = np.array([0 if d["expected"] else 1 for d in dev])
         y_own = np.array([0 if d["expected"] else 1 for d in own])
         options = option_texts(parse_judge({"state": "", "questions": {"q": b.question()}}).questions["q"])
-        X_dev = fit.featurize([d["state"] for d in dev], engine.embed_whole, options)
-        X_own = fit.featurize([d["state"] for d in own], engine.embed_whole, options)
+        X_dev = fit.featurize([d["state"] for d in dev], embed, options)
+        X_own = fit.featurize([d["state"] for d in own], embed, options)
         raw, cal = fit.cross_validate(X_dev, y_dev, 2, k=5, extra=X_own, extra_y=y_own)
         entry = {"dev": len(dev), "own": len(own), "own_by_source": _by_source(own), "dropped": dropped,
                  "head_cv": metrics.summary(cal, y_dev), "head_cv_uncalibrated": metrics.summary(raw, y_dev)}

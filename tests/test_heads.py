@@ -288,37 +288,40 @@ def test_warm_reads_the_heads_and_caches_the_builtins_option_embeddings():
 
 
 # -- reading long prompts whole ------------------------------------------------------------------
-def test_whole_reading_equals_the_first_window_for_short_text_and_reads_the_tail_of_long_text(fast_provider):
+def test_every_reading_equals_the_first_window_for_short_text_and_reads_the_tail_of_long_text(fast_provider):
     engine = fast_provider._fast_engine()
     short = ["git status", "Explain what the retry decorator in src/net.py does."]
-    assert np.allclose(engine.embed(short), engine.embed_whole(short), atol=1e-6)
+    for read in (engine.embed_whole, engine.embed_mix):
+        assert np.allclose(engine.embed(short), read(short), atol=1e-6)
     head_ = "## Task\nRefactor the payment module.\n" + "Background detail about the project. " * 120
     a, b = head_ + "\n## Output\nOnly list the problems; do not change any file.", head_ + "\n## Output\nRewrite every file."
     first = engine.embed([a, b])
-    whole = engine.embed_whole([a, b])
     assert np.allclose(first[0], first[1], atol=1e-6)  # the first window never sees the last line
-    assert float(whole[0] @ whole[1]) < 0.999  # read whole, the two differ
-    assert np.allclose(np.linalg.norm(whole, axis=1), 1.0, atol=1e-5)
+    for read in (engine.embed_whole, engine.embed_mix):
+        vecs = read([a, b])
+        assert float(vecs[0] @ vecs[1]) < 0.999  # read whole, the two differ
+        assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    mixed = first[0] + engine.embed_whole([a])[0]
+    assert np.allclose(engine.embed_mix([a])[0], mixed / np.linalg.norm(mixed), atol=1e-5)
 
 
 def test_a_head_reads_the_evidence_the_way_it_was_trained(fast_provider, tmp_path, monkeypatch):
-    """A head made before whole reading (feature version @2) still loads and is fed the first
-    window; a current head is fed the whole text. Each gets the embedding it was trained on."""
-    old_version = next(v for v, r in heads.READINGS.items() if r == "first")
-    assert heads.READINGS[FEATURE_VERSION] == "whole"
+    """Heads of every feature version load and are fed the embedding they were trained on:
+    @2 the first window, the current version (mix) the first window and the whole text."""
+    assert heads.READINGS[FEATURE_VERSION] == "mix"
     q = _parsed(DESTRUCTIVE.question())
     seen = {}
     engine = fast_provider._fast_engine()
-    for version in (old_version, FEATURE_VERSION):
-        head = toy_head(q.wording_hash(), name=f"v{version[-1]}", feature_version=version)
+    for version, reading in heads.READINGS.items():
+        head = toy_head(q.wording_hash(), name=reading, feature_version=version)
         head.save(tmp_path / "h.npz")
         head = Head.load(tmp_path / "h.npz")
         calls = []
-        monkeypatch.setattr(engine, "embed", lambda texts, f=engine.embed: calls.append("first") or f(texts))
-        monkeypatch.setattr(engine, "embed_whole", lambda texts, f=engine.embed_whole: calls.append("whole") or f(texts))
+        for method in ("embed", "embed_whole", "embed_mix"):
+            monkeypatch.setattr(engine, method, lambda texts, m=method, f=getattr(engine, method): calls.append(m) or f(texts))
         monkeypatch.setattr(fast_provider, "head_store", lambda h=head: type("S", (), {"find": lambda self, _q: h})())
         (answer,) = fast_provider._head_answers([q], "rm -rf build/")
         assert answer[0] is head and abs(answer[1].sum() - 1) < 1e-6
         seen[head.reading] = calls
         monkeypatch.undo()
-    assert seen == {"first": ["first"], "whole": ["whole"]}
+    assert seen == {"first": ["embed"], "whole": ["embed_whole"], "mix": ["embed_mix"]}

@@ -71,8 +71,8 @@ class Features:
 
 def featurize(texts: list[str], embed: Callable[[list[str]], np.ndarray], options: list[str],
               progress: Callable[[int], None] | None = None) -> Features:
-    """`embed` is the fast tier's FastEngine.embed_whole (the exact function the engine runs for
-    a head of FEATURE_VERSION; FastEngine.embed for an older head that reads the first window);
+    """`embed` is the fast tier's embedding of the reading the head is made for (heads.reader: the
+    exact function the engine runs for it);
     `options` the question's option texts (heads.option_texts), in label order."""
     embs = []
     for start in range(0, len(texts), EMBED_BATCH):

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..paths import state_dir
-from ..providers.embedded.heads import HeadStore, labels_of, option_texts
+from ..providers.embedded.heads import FEATURE_VERSION, READINGS, HeadStore, labels_of, option_texts, reader
 from . import fit, metrics
 from .labelled import Group, LabelError, read_labels
 
@@ -137,7 +137,7 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
     for g in fit_groups:
         labels = labels_of(g.question)
         y = np.array(g.y)
-        X = fit.featurize(g.texts, engine.embed_whole, option_texts(g.question))
+        X = fit.featurize(g.texts, reader(engine, READINGS[FEATURE_VERSION]), option_texts(g.question))
         raw, cal = fit.cross_validate(X, y, len(labels), k, grid=fit.TEACH_GRID)
         entry: dict[str, Any] = {"hash": g.key, "name": head_name(g), "labels": len(y), "error": None, "head": None,
                                  "head_cv": metrics.summary(cal, y), "head_cv_uncalibrated": metrics.summary(raw, y)}
@@ -148,7 +148,8 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
         if base is not None:
             origin, base_head = base
             # today's head, measured (and adapted) on the features it reads
-            Xb = X if base_head.reading == "whole" else fit.featurize(g.texts, engine.embed, option_texts(g.question))
+            Xb = X if base_head.meta["feature_version"] == FEATURE_VERSION else \
+                fit.featurize(g.texts, reader(engine, base_head.reading), option_texts(g.question))
             current = fit.head_probs(Xb, base_head)
             entry["current"] = {"answerer": f"{origin} head {base_head.name}", **metrics.summary(current, y)}
             if len(labels) == 2:

@@ -386,11 +386,10 @@ class EmbeddedProvider(BaseProvider):
         heads = [store.find(q) if store is not None else None for q in questions]
         if not any(heads):
             return [None] * len(questions)
-        from .heads import char_features, option_texts, similarities
+        from .heads import char_features, option_texts, reader, similarities
 
         engine = self._fast_engine()
-        embeddings = {r: (engine.embed_whole if r == "whole" else engine.embed)([state_text])[0]
-                      for r in {h.reading for h in heads if h is not None}}
+        embeddings = {r: reader(engine, r)([state_text])[0] for r in {h.reading for h in heads if h is not None}}
         chars = char_features(state_text)
         return [None if h is None else
                 (h, h.probs(embeddings[h.reading], chars,

@@ -27,9 +27,9 @@ from .assets import MINILM_ONNX_SHA256, TOKENIZER_PATH, AssetError, minilm_onnx_
 
 MAX_TOKENS = 256
 TEMPERATURE = 0.05
-# Chunked reading (`embed_whole`): a long text is read in windows of MAX_TOKENS and its
-# embedding is the mean over every token of every window, so a 40-line prompt template is read
-# whole, not cut after its first paragraph. At most this many windows (~6,000 characters of
+# Chunked reading (`embed_whole`, `embed_mix`): a long text is read in windows of MAX_TOKENS and
+# its embedding is the mean over every token of every window (mixed with the first window's),
+# so a 40-line prompt template is read whole, not cut after its first paragraph. At most this many windows (~6,000 characters of
 # English); a longer text's tail is not read.
 MAX_CHUNKS = 8
 
@@ -70,6 +70,18 @@ class FastEngine:
         """Like `embed`, but a text longer than one window is read in up to MAX_CHUNKS windows
         (each with its own [CLS]/[SEP]) and mean-pooled over all their tokens. A text that fits
         one window gets exactly `embed`'s vector."""
+        return self._windows(texts)[1]
+
+    def embed_mix(self, texts: list[str]) -> np.ndarray:
+        """The mean of the first window's embedding (what `embed` reads: a prompt's title and
+        opening request) and the whole text's, normalised: a long template is read whole
+        without its opening being averaged away. Equal to `embed` for a text of one window."""
+        first, whole = self._windows(texts)
+        mixed = first + whole
+        return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+
+    def _windows(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(first window's embedding, whole text's embedding) per text, in one model run."""
         encs = self._whole.encode_batch(texts)
         cls, sep = encs[0].ids[0] if encs and encs[0].ids else 101, 102
         windows: list[list[int]] = []
@@ -92,12 +104,16 @@ class FastEngine:
         m = mask[..., None].astype(np.float32)
         sums = (hidden * m).sum(axis=1)
         counts = m.sum(axis=1)
+        owners = np.array(owner)
+        firsts = np.searchsorted(owners, np.arange(len(texts)))  # each text's first window
+        first = sums[firsts] / np.maximum(counts[firsts], 1e-9)
         pooled = np.zeros((len(texts), sums.shape[1]), np.float32)
         total = np.zeros((len(texts), 1), np.float32)
-        np.add.at(pooled, np.array(owner), sums)
-        np.add.at(total, np.array(owner), counts)
+        np.add.at(pooled, owners, sums)
+        np.add.at(total, owners, counts)
         pooled /= np.maximum(total, 1e-9)
-        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (first / np.linalg.norm(first, axis=1, keepdims=True),
+                pooled / np.linalg.norm(pooled, axis=1, keepdims=True))
 
     def options(self, descriptions: list[str]) -> np.ndarray:
         """Embeddings of a question's option descriptions, cached per question."""

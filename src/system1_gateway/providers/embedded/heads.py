@@ -48,11 +48,13 @@ CHAR_NGRAMS = (3, 4, 5)
 # Changes whenever features are computed differently: heads made for another version are refused.
 SIM_SCALE = 20.0  # similarities / 0.05: the fast tier's own softmax temperature
 _FEATURES = f"chars{CHAR_NGRAMS[0]}-{CHAR_NGRAMS[-1]}x{CHAR_DIM}+optsims"
-# How a head's embedding reads the evidence: "first" = its first 256 tokens (heads made before
-# 0.3.0, still accepted), "whole" = in windows over up to 8 x 256 tokens (FastEngine.embed_whole;
-# identical for short texts). New heads read whole.
-READINGS = {f"minilm-l6-int8-mean+{_FEATURES}@2": "first", f"minilm-l6-int8-whole8+{_FEATURES}@3": "whole"}
-FEATURE_VERSION = f"minilm-l6-int8-whole8+{_FEATURES}@3"
+# How a head's embedding reads the evidence (FastEngine): "first" = its first 256 tokens (heads
+# made before 0.3.0, still accepted); "whole" = in windows over up to 8 x 256 tokens
+# (embed_whole); "mix" = the first window's and the whole text's, averaged (embed_mix). All three
+# are the same vector for a text of one window. New heads read "mix" (docs/studies/routing-real.md).
+READINGS = {f"minilm-l6-int8-mean+{_FEATURES}@2": "first", f"minilm-l6-int8-whole8+{_FEATURES}@3": "whole",
+            f"minilm-l6-int8-mix8+{_FEATURES}@3": "mix"}
+FEATURE_VERSION = f"minilm-l6-int8-mix8+{_FEATURES}@3"
 SHIPPED_DIR = Path(__file__).resolve().parent / "heads_shipped"
 MAX_TEXT = 20_000  # characters read for n-grams
 
@@ -118,7 +120,7 @@ class Head:
 
     @property
     def reading(self) -> str:
-        """"first" or "whole": which embedding of the evidence this head was trained on."""
+        """"first", "whole" or "mix": which embedding of the evidence this head was trained on."""
         return READINGS[self.meta["feature_version"]]
 
     @property
@@ -288,3 +290,8 @@ def _stamp(folder: Path | None) -> Any:
                 tuple(sorted((p.name, _file_stamp(p)) for p in folder.glob("*.npz"))))
     except OSError:
         return None
+
+
+def reader(engine: Any, reading: str) -> Any:
+    """The FastEngine method that computes a reading's embeddings."""
+    return {"first": engine.embed, "whole": engine.embed_whole, "mix": engine.embed_mix}[reading]
