@@ -92,7 +92,18 @@ def main() -> int:
     ap.add_argument("--curve", nargs="+", type=float, default=[0.0, 0.25, 0.5, 1.0],
                     help="learning curve over the share of real training data, for the last variant")
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(SPECS))
+    ap.add_argument("--write-set", type=Path, metavar="FILE",
+                    help="only write the real held-out prompts as a `system1 bench` set (the dev.jsonl shape) and exit")
     args = ap.parse_args()
+    if args.write_set:
+        with open(args.write_set, "w", encoding="utf-8") as out:
+            for task in args.tasks:
+                question = builtins.BUILTINS[task].question()
+                for i, row in enumerate(tbh.real_test(task)):
+                    out.write(json.dumps({"id": f"{task}-{i:04d}", "task": task, "state": row["state"],
+                                          "question": question, "expected": row["expected"]}) + "\n")
+        print("written", args.write_set)
+        return 0
     emb = Embeddings(FastEngine(usable_cpus()))
     report: dict = {"bar": BAR, "tasks": {}}
     for task in args.tasks:

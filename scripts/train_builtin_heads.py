@@ -46,6 +46,7 @@ ROUTING = ("read_only", "design", "review", "specified")
 # its repository. A stable quarter of the repositories is held out: never trained or tuned on
 # (scripts/routing_study.py scores it), so the shipped heads' figures on it are honest.
 REAL_HELD_OUT = 0.25
+REAL_WEIGHT = 1.0  # a real prompt's weight in the fit: 2-3 gained 0.01-0.02 on real text and cost the dev items 0.01-0.03 (docs/studies/routing-real.md)
 
 
 def real_sources() -> list[str]:
@@ -172,6 +173,9 @@ def main() -> int:
         options = option_texts(parse_judge({"state": "", "questions": {"q": b.question()}}).questions["q"])
         X_dev = fit.featurize([d["state"] for d in dev], embed, options)
         X_own = fit.featurize([d["state"] for d in own], embed, options)
+        real = np.array([d["source"].startswith("prompts-real-") for d in own], bool)
+        if real.any():  # real prompts weigh more than written ones, as the study chose
+            X_own.weight = np.where(real, REAL_WEIGHT, 1.0)
         raw, cal = fit.cross_validate(X_dev, y_dev, 2, k=5, extra=X_own, extra_y=y_own)
         entry = {"dev": len(dev), "own": len(own), "own_by_source": _by_source(own), "dropped": dropped,
                  "head_cv": metrics.summary(cal, y_dev), "head_cv_uncalibrated": metrics.summary(raw, y_dev)}
@@ -189,7 +193,10 @@ def main() -> int:
         X_all = fit.Features.join(X_dev, X_own)
         y_all = np.concatenate([y_dev, y_own])
         texts = [d["state"] for d in dev] + [d["state"] for d in own]
-        head = fit.fit_head(X_all, y_all, ["true", "false"], {
+        # The temperature is fitted on the real prompts' out-of-fold answers where there are
+        # some: the confidence is honest on the text the head meets, not on the written sets.
+        t_rows = len(dev) + np.flatnonzero(real) if real.any() else None
+        head = fit.fit_head(X_all, y_all, ["true", "false"], temperature_rows=t_rows, meta={
             "name": f"{b.name}@{b.version}", "question_hash": b.hash, "builtin": b.id, "type": b.type,
             "instructions": b.instructions, "cascade": cascade,
             "training": {"n": int(len(y_all)), "classes": np.bincount(y_all, minlength=2).tolist(),
@@ -212,7 +219,7 @@ def main() -> int:
         if args.heads_dir:
             head.save(args.heads_dir / f"{b.hash}.npz")
         elif args.write:
-            head.save(SHIPPED_DIR / f"{b.name}.npz")
+            head.save(SHIPPED_DIR / f"{b.name}.npz", mode=0o644)  # package data: readable by all
     accs = [report[t]["head_cv"]["accuracy"] for t in args.tasks]
     all_p = np.vstack([p for p, _ in pooled])
     all_y = np.concatenate([y for _, y in pooled])

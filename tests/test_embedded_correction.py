@@ -201,7 +201,7 @@ def test_the_removed_prior_settings_are_refused_by_name():
 
     from system1_gateway.providers.embedded import EmbeddedSettings
 
-    with pytest.raises(ValidationError, match="prior_k"):
+    with pytest.raises(ValidationError, match="prior_k: removed in 0.3.0"):
         EmbeddedSettings(prior_k=8)
 
 

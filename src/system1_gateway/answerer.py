@@ -38,6 +38,11 @@ def gateway(config: Any = None, **options: Any) -> Any:
         try:
             config = load_config()
         except ConfigError as exc:
+            import logging
+
+            from .logs import LOGGER
+
+            logging.getLogger(LOGGER).error("configuration error: %s", exc.message)
             return Gateway(None, exc, **options)
     return Gateway(config, build=delegating_build, **options)
 

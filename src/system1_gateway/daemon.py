@@ -44,8 +44,8 @@ WAIT_READY_S = 30.0  # `daemon start`: how long to wait for /healthz (FastAPI im
 STOP_TIMEOUT_S = 10.0  # graceful stop (in-flight requests finish) before SIGKILL
 RUN_LOCK_WAIT_S = 10.0  # `daemon run` started by hand or at login while another daemon holds the lock
 LOG_MAX_BYTES = 1 << 20  # daemon.log is rotated to daemon.log.1 past this size, at start
-# The starter hands its locked lock file to the child through this variable (POSIX). It is
-# removed from the environment before anything computes a fingerprint.
+# The starter hands its locked lock file to the child through daemon_files.LOCK_FD_ENV (POSIX);
+# it is removed from the environment before anything computes a fingerprint.
 
 
 # --- the lock -------------------------------------------------------------------------------

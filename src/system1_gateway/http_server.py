@@ -289,7 +289,7 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, allowed_hosts: A
     hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
     metrics = Metrics(gateway)
     instrument(gateway, metrics)
-    server = mcp_server if mcp_server is not None else build_server(McpFace(gateway))
+    server = mcp_server if mcp_server is not None else build_server(McpFace(gateway), delegate=False)
     sessions = StreamableHTTPSessionManager(app=server, security_settings=_mcp_security(hosts),
                                             max_request_body_size=MAX_BODY)
     readiness = Readiness()

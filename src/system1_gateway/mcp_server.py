@@ -70,17 +70,20 @@ class Delegation:
     in-process gateway, as before. decide/judge results then start with a `daemon` attempt
     saying which path answered; health and status keep their exact schemas."""
 
-    def __init__(self, gateway: Gateway):
+    def __init__(self, gateway: Gateway, delegate: bool = True):
         self.gateway = gateway
+        self.delegate = delegate  # False inside a server (its /mcp): it is the warm engine
 
     def answer(self, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if not self.delegate:
+            return (self.gateway.decide if kind == "decide" else self.gateway.judge)(arguments)
         routed = answerer.ask(f"/v1/{kind}", arguments)
         if routed.result is not None:
             return routed.result
         return answerer.in_process(self.gateway, kind, arguments, None, routed)
 
     def report(self, kind: str) -> dict[str, Any]:
-        daemon = client.find()
+        daemon = client.find() if self.delegate else None
         if daemon is not None:
             try:
                 return daemon.get(f"/v1/{kind}", client.peek().deadline_s + client.MARGIN_S)
@@ -91,6 +94,9 @@ class Delegation:
     def warm(self) -> None:
         """Load the models in-process only when no daemon serves (or could be started): one
         copy of the engine per user, not one per MCP client."""
+        if not self.delegate:
+            self.gateway.warm()
+            return
         settings = client.peek()
         daemon, _ = client.locate(settings)
         if daemon is None and settings.autostart:
@@ -102,9 +108,9 @@ class Delegation:
 class Tools:
     """The tool table: name → (description, input schema, output schema, handler)."""
 
-    def __init__(self, gateway: Gateway):
+    def __init__(self, gateway: Gateway, delegate: bool = True):
         self.gateway = gateway
-        self.delegation = delegation = Delegation(gateway)
+        self.delegation = delegation = Delegation(gateway, delegate)
         s = _schemas()
         self.table: dict[str, tuple[str, str, dict, dict, Callable[[dict], dict]]] = {
             "system1_decide": (
@@ -213,9 +219,11 @@ async def explain_protocol_errors(ctx: Any, call_next: Callable) -> Any:
         raise
 
 
-def build_server(gateway: Gateway | None = None) -> Server:
+def build_server(gateway: Gateway | None = None, delegate: bool = True) -> Server:
+    """The MCP server over `gateway`. `delegate`: send decide/judge/health/status to the warm
+    daemon when one runs (the stdio server); False for the HTTP server's own /mcp."""
     gateway = gateway or answerer.gateway()
-    tools = Tools(gateway)
+    tools = Tools(gateway, delegate)
     warm_started = threading.Event()
 
     def warm_in_background() -> None:

@@ -53,7 +53,7 @@ def write_atomic(path: Path | str, data: str | bytes, mode: int = 0o600) -> None
     """The one way a file is written: readers see the old file or the new one, never half of
     it (a temporary file per process and thread beside it, then one rename). The file gets
     `mode` (the owner's only, by default) and a missing parent directory 0700. Raises OSError."""
-    import threading  # here, not at import: the hooks import this module and never write with it
+    import threading  # here, not at import: the hooks import this module and rarely write with it
 
     path = Path(path)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

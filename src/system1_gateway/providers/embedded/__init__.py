@@ -54,7 +54,7 @@ import threading
 import time
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ...errors import ConfigError, ProviderFailure, ProviderTimeout
 from ...logs import LOGGER
@@ -82,6 +82,15 @@ class EmbeddedSettings(Settings):
     fast_weight: float = Field(default=0.3, ge=0, le=1, description="weight of the fast tier in the llm+fast blend")
     fast_accept: float = Field(default=0.9, gt=0, le=1.01, description="fast answers alone at or above this (>1: never)")
     heads: bool = Field(default=True, description="answer built-in and taught questions with their learned heads")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        stale = sorted({"prior_k", "prior_min"} & set(data)) if isinstance(data, dict) else []
+        if stale:
+            raise ValueError(f"{', '.join(stale)}: removed in 0.3.0 (the running prior they tuned was replaced "
+                             "by a per-question reference with no such constants); delete the line")
+        return data
 
 
 def usable_cpus() -> int:

@@ -149,7 +149,7 @@ class Head:
         return softmax(self.logits(embedding, chars, sims) / self.temperature)
 
     # -- files ---------------------------------------------------------------------------------
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, mode: int = 0o600) -> None:
         """Atomic write (temp file + rename): a reader never sees half a head."""
         meta = {**self.meta, "checksum": checksum(self.W, self.b)}
         import io
@@ -159,7 +159,7 @@ class Head:
         buffer = io.BytesIO()
         np.savez_compressed(buffer, W=self.W.astype(np.float32), b=self.b.astype(np.float32),
                             meta=np.array(json.dumps(meta, ensure_ascii=False)))
-        write_atomic(path, buffer.getvalue())
+        write_atomic(path, buffer.getvalue(), mode)
 
     @classmethod
     def load(cls, path: Path) -> "Head":
