@@ -58,7 +58,7 @@ from .errors import (
     PROVIDER_ERROR, PROVIDER_TIMEOUT, ConfigError, InvalidRequest,
 )
 from .logs import LOGGER, configure, request_id_var
-from .metrics import CONTENT_TYPE, Metrics, face_var, instrument
+from .metrics import CONTENT_TYPE, Metrics, Observed, face_var
 from .model import DecideRequest, JudgeRequest
 from .results import DecideResponse, HealthResult, JudgeResult, StatusResult
 
@@ -288,7 +288,7 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, allowed_hosts: A
 
     hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
     metrics = Metrics(gateway)
-    instrument(gateway, metrics)
+    gateway = Observed(gateway, metrics)  # every face below records what it answers
     server = mcp_server if mcp_server is not None else build_server(McpFace(gateway), delegate=False)
     sessions = StreamableHTTPSessionManager(app=server, security_settings=_mcp_security(hosts),
                                             max_request_body_size=MAX_BODY)

@@ -2,7 +2,7 @@
 
 Everything is observed from the results the faces produce (the gateway's result dicts:
 attempts carry provider, outcome and latency), never from inside the core, so the numbers
-are exactly what callers were told. `instrument(gateway, metrics)` makes the gateway record
+are exactly what callers were told. `Observed(gateway, metrics)` is the gateway the faces use: it records
 every judge/decide it answers, whichever face called it (native routes, the Jev router, the
 MCP tools); the face comes from `face_var`, which the HTTP front sets per route.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from typing import Any, Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -26,7 +26,6 @@ log = logging.getLogger(LOGGER)
 
 FACES = ("http", "jev", "mcp")
 face_var: contextvars.ContextVar[str] = contextvars.ContextVar("system1_face", default="http")
-_observing: contextvars.ContextVar[bool] = contextvars.ContextVar("system1_observing", default=False)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # Mock and HTTP rungs answer in milliseconds, the embedded engine in seconds.
@@ -132,29 +131,24 @@ class _CooldownCollector:
         yield fallback
 
 
-def instrument(gateway: Any, metrics: Metrics) -> None:
-    """Make `gateway.judge`/`gateway.decide` record every result in `metrics`.
+class Observed:
+    """The gateway as the HTTP faces use it: every judge/decide result it answers is recorded
+    in `metrics` (the face from `face_var`); everything else is the gateway's own. A wrapper,
+    not a patch of the gateway: a decide (which calls the gateway's own judge inside) is
+    recorded once, as a decide, and the gateway object itself is left as it was."""
 
-    Instance attributes wrapping the bound methods: the object stays the very Gateway every
-    face was given, and a decide (which calls judge inside) is recorded once, as a decide.
-    """
-    if getattr(gateway, "_system1_metrics", None) is metrics:
-        return
-    for name in ("judge", "decide"):
-        setattr(gateway, name, _observed(getattr(gateway, name), metrics))
-    gateway._system1_metrics = metrics
+    def __init__(self, gateway: Any, metrics: Metrics):
+        self.gateway, self.metrics = gateway, metrics
 
+    def judge(self, payload: Any, *, provider: str | None = None, deadline_s: float | None = None) -> dict[str, Any]:
+        return self._record(self.gateway.judge(payload, provider=provider, deadline_s=deadline_s))
 
-def _observed(call: Callable[..., dict[str, Any]], metrics: Metrics) -> Callable[..., dict[str, Any]]:
-    def run(payload: Any, *, provider: str | None = None, deadline_s: float | None = None) -> dict[str, Any]:
-        if _observing.get():
-            return call(payload, provider=provider, deadline_s=deadline_s)
-        token = _observing.set(True)
-        try:
-            result = call(payload, provider=provider, deadline_s=deadline_s)
-        finally:
-            _observing.reset(token)
-        metrics.observe(face_var.get(), result)
+    def decide(self, payload: Any, *, provider: str | None = None, deadline_s: float | None = None) -> dict[str, Any]:
+        return self._record(self.gateway.decide(payload, provider=provider, deadline_s=deadline_s))
+
+    def _record(self, result: dict[str, Any]) -> dict[str, Any]:
+        self.metrics.observe(face_var.get(), result)
         return result
 
-    return run
+    def __getattr__(self, name: str) -> Any:  # config, health, status, override, warm, …
+        return getattr(self.gateway, name)
