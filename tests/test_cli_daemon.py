@@ -1,14 +1,11 @@
 """`system1 decide`/`judge` through a running daemon: its answer, the exit codes, `--provider`,
 settings that differ (in-process, and said so), no daemon, a stale port file.
 
-The daemon is the real one (`system1 daemon start`, port 0) once `http_server` is in the
-tree; until then a stand-in serving the same native endpoints with the real Gateway, and
-writing the port file as `daemon run` does (the documented contract of issue 10).
+The daemon is the real one (`system1 daemon start`, port 0).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -23,89 +20,22 @@ from system1_gateway.results import decide_response_adapter, judge_result_adapte
 
 from conftest import judge_payload, run_cli
 
-REAL_DAEMON = importlib.util.find_spec("system1_gateway.http_server") is not None
-
-# The stand-in: the native endpoints over the real Gateway, the port file as `daemon run` writes it.
-STAND_IN = r'''
-import json, os, sys, time
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-from urllib.parse import urlsplit, parse_qs
-from system1_gateway import __version__, daemon_files
-from system1_gateway.core import Gateway
-
-gateway = Gateway.from_environment()
-# Warm the judge path (its lazy imports) before the port file says "ready", as the real daemon
-# warms its engine: a hook's first call has a 1.5 s budget, and a cold first request under CI
-# load once missed it. The built-in mock answers, unrecorded: no engine, cooldown or counter.
-with Gateway(gateway.config, record=False) as warm:
-    warm.judge({"state": "warm-up", "questions": {"q": {"type": "noul", "instructions": "Warm?"}}},
-               provider="mock")
-    # ...and the built-ins' path: their expansion, and a command read in parts (tree-sitter)
-    warm.judge({"state": "ls -la", "questions": {"d": {"builtin": "destructive"}, "r": {"builtin": "read_only"}}},
-               provider="mock")
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def log_message(self, *args):
-        pass
-    def send_json(self, code, obj):
-        body = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def do_GET(self):
-        path = urlsplit(self.path).path
-        if path == "/healthz":
-            return self.send_json(200, {"status": "ok"})
-        if path == "/v1/health":
-            return self.send_json(200, gateway.health())
-        if path == "/v1/status":
-            return self.send_json(200, gateway.status())
-        self.send_json(404, {"error": {"code": "not_found", "message": path}})
-    def do_POST(self):
-        url = urlsplit(self.path)
-        provider = parse_qs(url.query).get("provider", [None])[0]
-        payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        run = {"/v1/decide": gateway.decide, "/v1/judge": gateway.judge}.get(url.path)
-        if run is None:
-            return self.send_json(404, {"error": {"code": "not_found", "message": url.path}})
-        self.send_json(200, run(payload, provider=provider))
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-port = server.server_address[1]
-record = {"pid": os.getpid(), "host": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}",
-          "fingerprint": daemon_files.fingerprint(), "version": __version__, "started": time.time()}
-daemon_files.write_private(daemon_files.pid_path(), str(os.getpid()))
-daemon_files.write_private(daemon_files.port_path(), json.dumps(record))
-server.serve_forever()
-'''
-
-
 class RunningDaemon:
     """A daemon of the test's environment (plus `env`), stopped at exit."""
 
     def __init__(self, env: dict[str, str] | None = None):
         self.env = {**os.environ, "SYSTEM1_SERVE_PORT": "0", **(env or {})}
-        self.proc: subprocess.Popen | None = None
-        if REAL_DAEMON:
-            start = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "daemon", "start"],
-                                   env=self.env, capture_output=True, text=True, timeout=120)
-            assert start.returncode == 0, start.stdout + start.stderr
-        else:
-            self.proc = subprocess.Popen([sys.executable, "-c", STAND_IN], env=self.env,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        start = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "daemon", "start"],
+                               env=self.env, capture_output=True, text=True, timeout=120)
+        assert start.returncode == 0, start.stdout + start.stderr
         self.record = self._wait_for_port_file()
 
     def _wait_for_port_file(self, timeout_s: float = 60.0) -> dict:
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
             record = daemon_files.read_port()
-            if record and daemon_files.pid_alive(record["pid"]) and (self.proc is None or record["pid"] == self.proc.pid):
+            if record and daemon_files.pid_alive(record["pid"]):
                 return record
-            if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"the stand-in daemon exited: {self.proc.stderr.read().decode()}")
             time.sleep(0.05)
         raise AssertionError("no daemon port file within 60 s")
 
@@ -117,17 +47,12 @@ class RunningDaemon:
         os.kill(self.pid, signal.SIGKILL)
         end = time.monotonic() + 10
         while daemon_files.pid_alive(self.pid) and time.monotonic() < end:
-            if self.proc is not None:
-                self.proc.poll()  # reap the zombie, or pid_alive stays true
             time.sleep(0.01)
 
     def stop(self) -> None:
-        if REAL_DAEMON and daemon_files.pid_alive(self.pid):
+        if daemon_files.pid_alive(self.pid):
             subprocess.run([sys.executable, "-m", "system1_gateway.cli", "daemon", "stop"], env=self.env,
                            capture_output=True, timeout=60)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
         if daemon_files.pid_alive(self.pid):
             os.kill(self.pid, signal.SIGKILL)
 

@@ -23,9 +23,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from conftest import judge_payload
-from system1_gateway import http_server
+from system1_gateway.http import security
 from system1_gateway.core import Gateway
-from system1_gateway.http_server import MAX_BODY, Serving, create_app, loopback_hosts
+from system1_gateway.addresses import is_loopback
+from system1_gateway.http.app import create_app
+from system1_gateway.http.security import MAX_BODY, loopback_hosts
+from system1_gateway.http.serving import Serving
 from system1_gateway.model import DecideRequest, JudgeRequest
 from system1_gateway.providers.mock import MockProvider
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
@@ -297,8 +300,8 @@ def test_healthz_says_loading_until_the_first_rung_is_warm(monkeypatch):
 # -- security --------------------------------------------------------------------------------
 def test_bearer_key_is_required_everywhere_but_healthz(client, monkeypatch):
     compared = []
-    real = http_server.hmac.compare_digest
-    monkeypatch.setattr(http_server.hmac, "compare_digest", lambda a, b: compared.append(1) or real(a, b))
+    real = security.hmac.compare_digest
+    monkeypatch.setattr(security.hmac, "compare_digest", lambda a, b: compared.append(1) or real(a, b))
     with client(api_key=KEY) as c:
         for method, path in (("GET", "/v1/status"), ("GET", "/metrics"), ("GET", "/openapi.json"),
                              ("POST", "/v1/decide"), ("POST", "/v1/systemone"), ("POST", "/mcp")):
@@ -344,9 +347,9 @@ def test_key_settings_are_checked_before_binding(write_config, monkeypatch):
 
 
 def test_loopback_names():
-    assert http_server.is_loopback("127.0.0.1") and http_server.is_loopback("::1")
-    assert http_server.is_loopback("localhost") and http_server.is_loopback("127.3.4.5")
-    assert not http_server.is_loopback("0.0.0.0") and not http_server.is_loopback("example.com")
+    assert is_loopback("127.0.0.1") and is_loopback("::1")
+    assert is_loopback("localhost") and is_loopback("127.3.4.5")
+    assert not is_loopback("0.0.0.0") and not is_loopback("example.com")
     assert loopback_hosts(8737) == {"127.0.0.1:8737", "localhost:8737", "[::1]:8737"}
 
 

@@ -34,7 +34,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import ROOT, require
 from system1_gateway.core import Gateway
-from system1_gateway.http_server import McpFace, _bind, create_app, loopback_hosts
+from system1_gateway.http.app import create_app
+from system1_gateway.http.mcp import McpFace
+from system1_gateway.http.security import loopback_hosts
+from system1_gateway.http.serving import _bind
 from system1_gateway.mcp_server import build_server
 from test_http import KEY, call, running, wait_ready
 from test_mcp import TOOLS, call_every_tool

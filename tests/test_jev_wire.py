@@ -425,7 +425,7 @@ def test_generated_bodies_never_get_a_5xx(client, body):
 
 
 def test_the_serve_app_includes_the_jev_wire(mock_gateway):
-    from system1_gateway.http_server import create_app
+    from system1_gateway.http.app import create_app
 
     gateway = mock_gateway()
     with TestClient(create_app(gateway)) as c:

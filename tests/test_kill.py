@@ -19,7 +19,7 @@ from system1_gateway import daemon_files
 from system1_gateway.paths import state_dir
 
 from conftest import run_cli
-from test_cli_daemon import REAL_DAEMON, route, start_daemon  # noqa: F401 - the fixture
+from test_cli_daemon import route, start_daemon  # noqa: F401 - the fixture
 
 DEADLINE_S = 4.0
 # A first rung that fails and cools (so the state file is being written when the kill
@@ -99,10 +99,6 @@ def test_sigkill_mid_flight_loses_no_answer(write_config, start_daemon):
 
 
 def test_after_a_kill_autostart_brings_a_daemon_back(write_config, start_daemon):
-    if not REAL_DAEMON:  # the stand-in cannot be autostarted; the real daemon can
-        import pytest
-
-        pytest.skip("needs system1_gateway.http_server (the real daemon)")
     write_config(CONFIG)
     daemon = start_daemon()
     daemon.kill()

@@ -152,10 +152,11 @@ def _reach(name: str) -> set[str]:
     return seen
 
 
-FACES = {f"{PKG}.cli", f"{PKG}.mcp_server", f"{PKG}.http_server", f"{PKG}.jev_wire", f"{PKG}.smoke",
-         f"{PKG}.jev_ask", f"{PKG}.answerer", f"{PKG}.console"}
-HEAVY = {"sklearn": (f"{PKG}.learn",), "fastapi": (f"{PKG}.http_server", f"{PKG}.jev_wire"),
-         "uvicorn": (f"{PKG}.http_server",), "mcp": (f"{PKG}.mcp_server", f"{PKG}.http_server", f"{PKG}.smoke")}
+HTTP = {m for m in MODULES if m == f"{PKG}.http" or m.startswith(f"{PKG}.http.")}
+FACES = {f"{PKG}.cli", f"{PKG}.mcp_server", f"{PKG}.jev_wire", f"{PKG}.smoke", f"{PKG}.jev_ask", f"{PKG}.answerer",
+         f"{PKG}.console", *HTTP}
+HEAVY = {"sklearn": (f"{PKG}.learn",), "fastapi": (f"{PKG}.http", f"{PKG}.jev_wire"),
+         "uvicorn": (f"{PKG}.http",), "mcp": (f"{PKG}.mcp_server", f"{PKG}.http", f"{PKG}.smoke")}
 SHORT_LIVED = [f"{PKG}.client", f"{PKG}.daemon", f"{PKG}.daemon_files", f"{PKG}.config_file", f"{PKG}.config_tables",
                f"{PKG}.routing", f"{PKG}.routing.log", f"{PKG}.routing.rule", f"{PKG}.answerer",
                *[m for m in MODULES if m.startswith(f"{PKG}.hooks")]]
@@ -180,7 +181,7 @@ def test_the_short_lived_path_imports_no_core_model_or_server(name):
     """What importing a short-lived module loads (transitively): never the core, the pydantic
     models, a server or a heavy library. (Their in-process fallbacks import more, inside the
     functions that need it; test_imports.py measures the import time.)"""
-    banned = {f"{PKG}.core", f"{PKG}.chain", f"{PKG}.config", f"{PKG}.model", f"{PKG}.http_server",
+    banned = {f"{PKG}.core", f"{PKG}.chain", f"{PKG}.config", f"{PKG}.model", *HTTP,
               f"{PKG}.mcp_server", f"{PKG}.cli", f"{PKG}.providers"}
     seen, todo = {name}, [name]
     while todo:

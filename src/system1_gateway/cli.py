@@ -433,7 +433,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from .http_server import main as serve
+    from .http.serving import main as serve
 
     return serve(host=args.host, port=args.port)
 
@@ -442,7 +442,7 @@ def _cmd_daemon(args: argparse.Namespace) -> int:
     from .daemon import command
 
     def serving(host: str, port: int) -> Any:  # `daemon run` serves with the HTTP face
-        from .http_server import Serving
+        from .http.serving import Serving
 
         return Serving(host=host, port=port)
 

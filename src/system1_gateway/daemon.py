@@ -11,7 +11,7 @@ described in `daemon_files`; this module decides who may serve and keeps the fil
 * `start` returns a healthy daemon with our fingerprint when there is one, replaces one with
   other settings (saying so), spawns `python -I -m system1_gateway.cli daemon run` detached
   with the caller's environment, and waits until `/healthz` answers.
-* `run` serves in the foreground with `http_server.Serving`, writes the pid and port files
+* `run` serves in the foreground with `http.serving.Serving`, writes the pid and port files
   once listening, stops gracefully on SIGTERM/SIGINT and after `[serve] idle_exit_min`
   minutes without a request, and removes its files at exit only if they are still its own.
 
@@ -544,7 +544,7 @@ def _idle_watcher(serving: Any, idle_exit_min: float, watch: _Watch) -> Callable
 
 def run(serving_for: Callable[[str, int], Any]) -> int:
     """`system1 daemon run`: serve in the foreground as the daemon (what `start` launches).
-    `serving_for(host, port)` is the server (the CLI passes http_server.Serving): the lifecycle
+    `serving_for(host, port)` is the server (the CLI passes http.serving.Serving): the lifecycle
     knows no server."""
     fd = _adopt_inherited_lock()
     if fd is None:

@@ -1,0 +1,102 @@
+"""What every request passes before any route runs: the Host header on loopback binds (DNS
+rebinding), a cross-site Origin refused, a configured bearer key (constant-time compare,
+everywhere but /healthz) and the body limit, counted while the body streams. Refusals have one
+small JSON shape (`HttpError`)."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any, Callable
+
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+
+MAX_BODY = 1024 * 1024  # 1 MiB: far above any real request, far below what would hurt
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+MIN_KEY_LENGTH = 16
+
+
+def loopback_hosts(port: int) -> set[str]:
+    """The Host header values a loopback server answers (DNS-rebinding protection)."""
+    hosts = {f"{name}:{port}" for name in LOOPBACK_NAMES}
+    return hosts | set(LOOPBACK_NAMES) if port == 80 else hosts
+
+
+# -- the HTTP-level error body (auth, Host, size, routing): one small shape everywhere -------
+class HttpErrorInfo(BaseModel):
+    code: str
+    message: str
+
+
+class HttpError(BaseModel):
+    """A request refused before it reached the gateway."""
+
+    error: HttpErrorInfo
+
+
+def http_error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+class Guard:
+    """Host and Origin checks, the bearer key and the body limit, before any route runs."""
+
+    def __init__(self, app: Any, api_key: str | None, allowed_hosts: set[str] | None):
+        self.app = app
+        self.api_key = api_key.encode("utf-8") if api_key else None
+        self.allowed_hosts = allowed_hosts
+        self.allowed_origins = {f"http://{h}" for h in allowed_hosts or ()}
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        refusal = self._refusal(scope["path"], headers)
+        if refusal is not None:
+            return await refusal(scope, receive, send)
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY:
+            return await _too_large()(scope, receive, send)
+        body, more = bytearray(), True
+        tail: list[dict] = []
+        while more:  # count the bytes as they stream: chunked bodies have no Content-Length
+            message = await receive()
+            if message["type"] != "http.request":
+                tail.append(message)
+                break
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY:
+                return await _too_large()(scope, receive, send)
+            more = message.get("more_body", False)
+        replay = [{"type": "http.request", "body": bytes(body), "more_body": False}, *tail]
+
+        async def replayed() -> dict:
+            return replay.pop(0) if replay else await receive()
+
+        await self.app(scope, replayed, send)
+
+    def _refusal(self, path: str, headers: dict[str, str]) -> Response | None:
+        host = headers.get("host", "")
+        if self.allowed_hosts is not None and host.lower() not in self.allowed_hosts:
+            return http_error(421, "forbidden_host", f"Host header {host[:100]!r} is not this server's "
+                               f"(expected one of: {', '.join(sorted(self.allowed_hosts))})")
+        origin = headers.get("origin")
+        if origin is not None and origin.lower() not in self.allowed_origins | {f"http://{host}".lower(),
+                                                                               f"https://{host}".lower()}:
+            return http_error(403, "forbidden_origin", f"Origin {origin[:100]!r} is not allowed: this server "
+                               "answers local clients, not web pages of other sites")
+        if self.api_key is None or path == "/healthz":
+            return None
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode("utf-8", "replace"), self.api_key):
+            return None
+        problem = "missing" if not given else "wrong"
+        return http_error(401, "unauthorized", f"Authorization: {problem} bearer key (send "
+                           "'Authorization: Bearer <key>', the key from [serve] api_key_env)",
+                           {"WWW-Authenticate": 'Bearer realm="system1"'
+                            + ('' if problem == "missing" else ', error="invalid_token"')})
+
+
+def _too_large() -> Response:
+    return http_error(413, "payload_too_large", f"request body: larger than {MAX_BODY} bytes (1 MiB)")
+
