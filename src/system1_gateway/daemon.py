@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
 
 from . import __version__
+from .addresses import http_url
 from .client import Daemon, DaemonUnavailable
 from .daemon_files import (LOCK_FD_ENV, daemon_dir, fingerprint, lock_path, log_path, pid_alive, pid_path,
                            port_path, read_port, write_private)
@@ -129,8 +130,7 @@ def connect_host(host: str) -> str:
 
 
 def url_for(host: str, port: int) -> str:
-    host = connect_host(host)
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    return http_url(connect_host(host), port)
 
 
 def healthz(url: str, timeout_s: float = 1.0) -> dict[str, Any] | None:

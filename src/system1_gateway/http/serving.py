@@ -15,7 +15,7 @@ from typing import Any, Callable
 import uvicorn
 from fastapi import FastAPI
 
-from ..addresses import is_loopback
+from ..addresses import http_url, is_loopback
 from ..config import Config, load_config
 from ..core import Gateway
 from ..errors import ConfigError
@@ -24,10 +24,6 @@ from .app import create_app
 from .security import MIN_KEY_LENGTH, loopback_hosts
 
 log = logging.getLogger(LOGGER)
-
-
-def _url(host: str, port: int) -> str:
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 class _Uvicorn(uvicorn.Server):
@@ -101,7 +97,7 @@ class Serving:
         try:
             sock = _bind(self.host, self.port)
         except OSError as exc:
-            print(f"system1 serve: cannot listen on {_url(self.host, self.port)}: {exc.strerror or exc}",
+            print(f"system1 serve: cannot listen on {http_url(self.host, self.port)}: {exc.strerror or exc}",
                   file=sys.stderr, flush=True)
             return 1
         port = sock.getsockname()[1]
@@ -177,7 +173,7 @@ def main(host: str | None = None, port: int | None = None) -> int:
         signal.signal(sig, on_signal)
 
     def started(bound_host: str, bound_port: int) -> None:
-        print(f"system1 serve: listening on {_url(bound_host, bound_port)} (MCP at /mcp; SIGTERM or Ctrl-C stops)",
+        print(f"system1 serve: listening on {http_url(bound_host, bound_port)} (MCP at /mcp; SIGTERM or Ctrl-C stops)",
               file=sys.stderr, flush=True)
 
     return serving.run(on_started=started)
