@@ -42,7 +42,7 @@ def test_decide_flags_reach_the_request():
         (["decide", "q", "--frobnicate"], "unrecognized arguments: --frobnicate"),
         (["bogus"], "invalid choice: 'bogus'"),
         (["judge", "/no/such/file.json"], "/no/such/file.json: cannot read"),
-        (["decide", "q", "--provider", "nosuch"], "--provider: unknown provider 'nosuch'"),
+        (["decide", "q", "--provider", "nosuch"], "--provider: 'nosuch' is not a configured rung"),
     ],
 )
 def test_invalid_input_exits_2_with_a_json_error(args, expected):
@@ -193,7 +193,7 @@ def test_chain_flag_sets_the_order_of_one_call(write_config):
     (["--chain", "second,second"], "--chain: lists 'second' twice (expected each rung once)"),
     (["--chain", "second,,third"], "--chain: entry 2 of 'second,,third' is empty (expected rung names"),
     (["--chain", ""], "--chain: empty (expected rung names separated by commas"),
-    (["--chain", "third,nosuch"], "--chain: unknown provider 'nosuch' (expected a provider kind:"),
+    (["--chain", "third,nosuch"], "--chain: 'nosuch' is not a configured rung (a call may name only"),
     (["--provider", "third,third"], "--provider: lists 'third' twice"),
     (["--chain", "third", "--provider", "second"], "argument --provider: not allowed with argument --chain"),
 ])
@@ -204,6 +204,14 @@ def test_a_bad_chain_exits_2_naming_the_flag(write_config, command, args, expect
     code, out, _ = run_cli(*argv, input=json.dumps(judge_payload()))
     assert code == 2 and len(out) == 1 and out[0]["error"]["code"] == "invalid_request"
     assert expected in out[0]["error"]["message"]
+
+
+def test_a_chain_flag_names_configured_rungs_only(write_config):
+    """Issue 27 M1: `--chain laya` without a [providers.laya] table is exit 2, nothing built."""
+    write_config(CHAIN_CONFIG)
+    code, out, _ = run_cli("judge", "--chain", "laya", input=json.dumps(judge_payload()),
+                           env={"SYSTEM1_LAYA_API_KEY": "k" * 20})
+    assert code == 2 and out[0]["error"]["message"].startswith("--chain: 'laya' is not a configured rung")
 
 
 def test_a_billed_rung_in_a_chain_without_consent_is_skipped(write_config):

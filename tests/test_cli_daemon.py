@@ -124,7 +124,7 @@ def test_provider_flag_is_passed_to_the_daemon(write_config, start_daemon):
     assert out[0]["attempts"][1:] and [a["provider"] for a in out[0]["attempts"][1:]] == ["second"]
     assert route(out[0])["outcome"] == "ok"
     code, out, _ = run_cli("decide", "ok?", "--provider", "nosuch")
-    assert code == 2 and "--provider: unknown provider 'nosuch'" in out[0]["error"]["message"]
+    assert code == 2 and "--provider: 'nosuch' is not a configured rung" in out[0]["error"]["message"]
 
 
 BAD_CHAINS = [["--chain", "second,second"], ["--chain", "first,,second"], ["--chain", "first,nosuch"],

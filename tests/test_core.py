@@ -229,7 +229,7 @@ def test_a_chain_override_sets_the_order_of_one_call(write_config):
     ("first,first", "provider: lists 'first' twice (expected each rung once)"),
     ("first,,third", "provider: entry 2 of 'first,,third' is empty"),
     ("", "provider: empty (expected rung names separated by commas"),
-    ("third,nosuch", "provider: unknown provider 'nosuch' (expected a provider kind:"),
+    ("third,nosuch", "provider: 'nosuch' is not a configured rung (a call may name only"),
 ])
 def test_a_bad_chain_override_is_an_invalid_request_before_any_rung(write_config, override, says):
     write_config(CHAIN_CONFIG)
@@ -276,3 +276,32 @@ def test_a_billed_rung_in_an_override_still_needs_consent(write_config, monkeypa
     with Gateway.from_environment() as gateway:
         gateway.judge(judge_payload(), provider="openai,third")
     assert called == [1]
+
+
+# -- a call names configured rungs only (issue 27 M1) ------------------------------------------
+@pytest.mark.parametrize("kind", ["laya", "systemone", "von", "ollama"])
+def test_a_call_cannot_build_an_engine_the_owner_never_configured(write_config, monkeypatch, kind):
+    """`?chain=laya` used to build a laya rung with its defaults and send SYSTEM1_LAYA_API_KEY
+    and the evidence to whatever listened on 127.0.0.1:8000. A kind whose defaults point at a
+    local port (or at nothing) is refused unless the owner configured it; nothing is built."""
+    from system1_gateway import providers
+    from system1_gateway.core import Gateway
+
+    built = []
+    cls = providers.provider_class(kind)
+    monkeypatch.setattr(cls, "__init__", lambda self, *a, **k: built.append(kind))
+    write_config(CHAIN_CONFIG)
+    with Gateway.from_environment() as gateway:
+        result = gateway.judge(judge_payload(), provider=f"third,{kind}")
+    assert result["status"] == "error" and result["error"]["code"] == "invalid_request"
+    assert result["error"]["message"].startswith(f"provider: {kind!r} is not a configured rung")
+    assert "here: embedded, first, jev, mock, openai, second, third" in result["error"]["message"]
+    assert built == []
+
+
+def test_a_call_may_name_a_configured_table_and_the_free_kinds(write_config):
+    from system1_gateway.core import Gateway
+
+    write_config(CHAIN_CONFIG + '[providers.lab]\nkind = "laya"\nendpoint = "http://127.0.0.1:9"\n')
+    with Gateway.from_environment() as gateway:
+        assert gateway.override("lab,third,mock,embedded,jev,openai") == ["lab", "third", "mock", "embedded", "jev", "openai"]

@@ -210,7 +210,7 @@ def test_provider_query_parameter(client):
         unknown = c.post("/v1/decide?provider=nosuch", json=DECIDE)
         known = c.post("/v1/decide?provider=mock", json=DECIDE)
     assert unknown.status_code == 422
-    assert unknown.json()["error"]["message"].startswith("provider: unknown provider 'nosuch'")
+    assert unknown.json()["error"]["message"].startswith("provider: 'nosuch' is not a configured rung")
     assert known.status_code == 200 and known.json()["provider"] == "mock"
 
 
@@ -218,6 +218,24 @@ CHAIN_CONFIG = ('[gateway]\nprovider = "first"\nfallback = ["second"]\n'
                 '[providers.first]\nkind = "mock"\nmode = "fail"\n'
                 '[providers.second]\nkind = "mock"\nmodel = "second-model"\nanswer = "no"\n'
                 '[providers.third]\nkind = "mock"\nmodel = "third-model"\nanswer = "yes"\n')
+
+
+def test_a_query_cannot_send_the_owners_key_to_an_unconfigured_endpoint(write_config, monkeypatch):
+    """Issue 27 M1: `?chain=laya` (no [providers.laya]) is a 422 that says which rungs a call
+    may name; no laya rung is built, so no key leaves for 127.0.0.1:8000."""
+    from system1_gateway.providers.laya import LayaProvider
+
+    built = []
+    monkeypatch.setattr(LayaProvider, "__init__", lambda self, *a, **k: built.append(1))
+    monkeypatch.setenv("SYSTEM1_LAYA_API_KEY", "k" * 20)
+    write_config(CHAIN_CONFIG)
+    with TestClient(create_app(Gateway.from_environment())) as c:
+        for query in ("chain=laya", "provider=laya", "chain=third,laya"):
+            refused = c.post(f"/v1/judge?{query}", json=judge_payload())
+            assert refused.status_code == 422, query
+            assert "'laya' is not a configured rung" in refused.json()["error"]["message"]
+            assert "here: embedded, first, jev, mock, openai, second, third" in refused.json()["error"]["message"]
+    assert built == []
 
 
 def test_chain_query_parameter_sets_the_order_of_one_call(write_config):
@@ -240,7 +258,7 @@ def test_chain_query_parameter_sets_the_order_of_one_call(write_config):
     ("chain=second,second", "chain: lists 'second' twice (expected each rung once)"),
     ("chain=second,,third", "chain: entry 2 of 'second,,third' is empty (expected rung names"),
     ("chain=", "chain: empty (expected rung names separated by commas"),
-    ("chain=third,nosuch", "chain: unknown provider 'nosuch' (expected a provider kind:"),
+    ("chain=third,nosuch", "chain: 'nosuch' is not a configured rung (a call may name only"),
     ("provider=third,third", "provider: lists 'third' twice"),
     ("chain=third&provider=second", "provider, chain: both query parameters given"),
 ])

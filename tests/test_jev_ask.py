@@ -93,7 +93,7 @@ def test_exit_codes_are_system1s(pi):
     assert code == 2 and "stdin: invalid JSON" in out[0]["error"]["message"]
     pi({"waterfall": ["laptop"]})  # not a rung of this gateway: the gateway says so
     code, out, _ = jev_ask()
-    assert code == 2 and "--chain: unknown provider 'laptop'" in out[0]["error"]["message"]
+    assert code == 2 and "--chain: 'laptop' is not a configured rung" in out[0]["error"]["message"]
 
 
 def test_model_override_for_jev_alone(pi):

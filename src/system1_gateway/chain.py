@@ -26,7 +26,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import consent, providers
+from . import consent, overrides, providers
 from .answers import finalize
 from .calibration import Calibration, Fit
 from .config import Config
@@ -107,10 +107,14 @@ class Rungs:
             keys = self._keys[name] = target_keys(endpoint, model)
         return keys
 
-    def known(self, name: str) -> bool:
-        """A rung this gateway can build: injected, or a provider kind (directly or through
-        its [providers.<name>] table)."""
-        return name in self._injected or self._config.kind_of(name) in providers.KINDS
+    def permitted(self, name: str) -> bool:
+        """A rung a call may name (overrides.permitted): injected, configured, or a kind whose
+        defaults send no credential anywhere the owner did not choose."""
+        return name in self._injected or overrides.permitted(name, self.tables(), self._config.chain)
+
+    def tables(self) -> dict[str, str]:
+        """The [providers.<name>] tables: name → kind."""
+        return {name: self._config.kind_of(name) for name in self._config.providers}
 
     def load(self, name: str, wait_s: float, full: bool = False) -> tuple[float, bool]:
         """Load the rung's engine (its `warm()`, and with `full` its `warm_full()`) once per

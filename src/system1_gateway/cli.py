@@ -143,14 +143,14 @@ def _warm(gateway, provider: str | None) -> None:
 
 
 def _unknown_provider(gateway, names: list[str], where: str, pretty: bool) -> bool:
-    """Each rung of `--chain`/`--provider` must be a configured rung or a provider kind (else exit 2)."""
-    from . import overrides
-    from .providers import KINDS
+    """Each rung of `--chain`/`--provider` must be one a call may name (else exit 2)."""
+    from .errors import InvalidRequest
 
-    for name in names:
-        if gateway.config.kind_of(name) not in KINDS:
-            _emit(_invalid(overrides.unknown(where, name)), pretty)
-            return True
+    try:
+        gateway.override(",".join(names), where)
+    except InvalidRequest as exc:
+        _emit(_invalid(exc.message), pretty)
+        return True
     return False
 
 
@@ -245,12 +245,11 @@ class _Answerer:
 
 
 def _known_provider(name: str) -> bool:
-    """`name` is a built-in kind or a [providers.<name>] table with one (stdlib only)."""
-    from . import client
-    from .providers import KINDS
+    """`name` is a rung a call may name (overrides.permitted), read the stdlib way."""
+    from . import client, overrides
 
-    kinds = client.peek().kinds or {}
-    return kinds.get(name, name) in KINDS
+    settings = client.peek()
+    return overrides.permitted(name, settings.kinds or {}, settings.chain)
 
 
 def _open_input(path: str) -> BinaryIO:

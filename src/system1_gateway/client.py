@@ -48,11 +48,12 @@ class Settings:
 
     def __init__(self, deadline_s: float = DEFAULT_DEADLINE_S, load_budget_s: float = DEFAULT_LOAD_BUDGET_S,
                  autostart: bool = True, api_key_env: str | None = None, first_kind: str = "embedded",
-                 kinds: dict[str, str] | None = None):
+                 kinds: dict[str, str] | None = None, chain: list[str] | None = None):
         self.deadline_s, self.load_budget_s, self.autostart = deadline_s, load_budget_s, autostart
         self.api_key_env = api_key_env
         self.first_kind = first_kind  # kind of the first rung: is there a model to load?
         self.kinds = kinds  # rung name -> kind for [providers.<name>] tables
+        self.chain = chain if chain is not None else ["embedded"]  # the configured rung names, in order
 
 
 def _number(value: Any, default: float, low: float, high: float) -> float:
@@ -81,6 +82,7 @@ def peek() -> Settings:
     deadline = env.get("SYSTEM1_DEADLINE_S") or gateway.get("deadline_s", DEFAULT_DEADLINE_S)
     budget = env.get("SYSTEM1_SERVE_LOAD_BUDGET_S") or serve.get("load_budget_s", DEFAULT_LOAD_BUDGET_S)
     first = env.get("SYSTEM1_PROVIDER") or gateway.get("provider", "embedded")
+    fallback = env.get("SYSTEM1_FALLBACK", "").split(",") if "SYSTEM1_FALLBACK" in env else gateway.get("fallback")
     key_env = serve.get("api_key_env")
     return Settings(
         deadline_s=_number(deadline, DEFAULT_DEADLINE_S, 0, 3600),
@@ -89,6 +91,7 @@ def peek() -> Settings:
         api_key_env=key_env if isinstance(key_env, str) and key_env else None,
         first_kind=kinds.get(str(first), str(first)),
         kinds=kinds,
+        chain=[str(first), *(str(n).strip() for n in fallback or () if isinstance(n, str) and n.strip())],
     )
 
 

@@ -93,15 +93,16 @@ class Gateway:
         return self.config.chain if provider is None else self.override(provider)
 
     def override(self, value: str, where: str = "provider") -> list[str]:
-        """A per-request chain, checked as the configured one is (each rung known, each
-        once); an InvalidRequest naming `where` (the flag or parameter it came from)."""
+        """A per-request chain: each rung once, each one the caller may name (configured, or a
+        kind whose defaults send no credential elsewhere: overrides.permitted); an InvalidRequest naming
+        `where` (the flag or parameter it came from)."""
         try:
             names = overrides.split(value, where)
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
         for name in names:
-            if not self.rungs.known(name):
-                raise InvalidRequest(overrides.unknown(where, name))
+            if not self.rungs.permitted(name):
+                raise InvalidRequest(overrides.refused(where, name, self.rungs.tables(), self.config.chain))
         return names
 
     def rung(self, name: str) -> BaseProvider:

@@ -11,6 +11,15 @@ from __future__ import annotations
 
 SEPARATOR = ","
 EXAMPLE = "rung names separated by commas, e.g. jev,openai"
+# Kinds a call may name without the owner configuring them, because their defaults send no
+# credential anywhere the owner did not choose: `embedded` and `mock` hold none and reach no
+# endpoint; `jev` and `openai` default to the vendor's own HTTPS service that their credential
+# is for (and `openai` still needs the owner's consent). Every other kind built with its defaults
+# would send its fixed credential (SYSTEM1_LAYA_API_KEY, …) and the evidence to whatever process
+# listens on a local port (laya and von on 127.0.0.1:8000, ollama on :11434), or has no default.
+UNBOUND_KINDS = frozenset({"embedded", "mock"})
+HOSTED_KINDS = frozenset({"jev", "openai"})
+FREE_KINDS = UNBOUND_KINDS | HOSTED_KINDS
 
 
 def split(value: str, where: str) -> list[str]:
@@ -30,9 +39,21 @@ def split(value: str, where: str) -> list[str]:
     return names
 
 
-def unknown(where: str, name: str) -> str:
-    """The message for a name that is neither a configured rung nor a provider kind."""
+def permitted(name: str, tables: dict[str, str], chain: list[str]) -> bool:
+    """Whether a call may name rung `name`: one the owner configured (in the chain, or a
+    [providers.<name>] table, `tables` mapping those names to their kinds) of a known kind, or
+    a kind whose defaults send no credential anywhere the owner did not choose (FREE_KINDS).
+    Never another kind with its defaults: a caller must not make the gateway send a key where
+    the owner never pointed it."""
     from .providers import KINDS  # the registry module is light (no provider is imported)
 
-    return (f"{where}: unknown provider {name[:100]!r} (expected a provider kind: {', '.join(sorted(KINDS))}, "
-            f"or a [providers.<name>] table with a kind)")
+    configured = name in tables or name in chain
+    return tables.get(name, name) in KINDS and (configured or name in FREE_KINDS)
+
+
+def refused(where: str, name: str, tables: dict[str, str], chain: list[str]) -> str:
+    """The message for a name a call may not use, listing the ones it may."""
+    names = sorted({*chain, *tables, *FREE_KINDS})
+    return (f"{where}: {name[:100]!r} is not a configured rung (a call may name only the rungs the owner "
+            f"configured, in the chain or as a [providers.<name>] table, or a kind whose defaults send no "
+            f"credential anywhere else; here: {', '.join(names)})")
