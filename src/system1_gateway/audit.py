@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .logs import LOGGER
-from .paths import state_file
+from .paths import private_dir, state_file
 
 _log = logging.getLogger(LOGGER + ".audit")
 _lock = threading.Lock()
@@ -36,8 +36,12 @@ def _file() -> TextIO:
     if _handle is None or _handle[0] != path:
         if _handle is not None:
             _handle[1].close()
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        _handle = (path, open(path, "a", encoding="utf-8"))  # noqa: SIM115 - kept open on purpose
+        private_dir(os.path.dirname(path))
+        # The owner's only, whatever the umask: with DEBUG logging a record holds the evidence.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if os.name != "nt":
+            os.fchmod(fd, 0o600)
+        _handle = (path, os.fdopen(fd, "a", encoding="utf-8"))
     return _handle[1]
 
 

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from . import __version__
 from .addresses import http_url
 from .client import Daemon, DaemonUnavailable
+from .paths import private_dir
 from .daemon_files import (LOCK_FD_ENV, daemon_dir, fingerprint, lock_path, log_path, pid_alive, pid_path,
                            port_path, read_port, write_private)
 
@@ -52,11 +53,7 @@ LOG_MAX_BYTES = 1 << 20  # daemon.log is rotated to daemon.log.1 past this size,
 # --- the lock -------------------------------------------------------------------------------
 
 def _ensure_dir() -> Path:
-    directory = daemon_dir()
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if sys.platform != "win32" and directory.stat().st_mode & 0o077:
-        directory.chmod(0o700)  # created earlier by something with a looser umask
-    return directory
+    return private_dir(daemon_dir())  # tightened when something with a looser umask made it
 
 
 def _open_lock() -> int:

@@ -49,14 +49,64 @@ def config_path() -> Path:
     return base / "system1" / "config.toml"
 
 
+def private_dir(directory: Path | str) -> Path:
+    """Make `directory` (and each missing parent) 0700, whatever the umask: a folder the gateway
+    creates is its owner's only. Inside the state dir, the state dir itself and every folder down
+    to `directory` are also tightened to 0700 when they are looser (older versions left the state
+    dir 0755, and it holds the audit log, the shared state and consent records). Folders outside
+    the state dir that already exist are left as they are. Returns `directory`; raises OSError."""
+    directory = Path(directory)
+    missing = []
+    for folder in (directory, *directory.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:  # another process made it meanwhile
+            continue
+        if os.name != "nt":
+            folder.chmod(0o700)  # mkdir's mode is masked by the umask
+    if os.name != "nt":
+        root = state_dir()
+        chain = (directory, *directory.parents)
+        if root in chain:
+            for folder in chain[:chain.index(root) + 1]:
+                _tighten(folder, 0o700)
+    return directory
+
+
+def private_file(path: Path | str) -> None:
+    """Create `path` if missing and make it 0600 whatever the umask (a file another program
+    creates in place, e.g. SQLite's database, whose -wal and -shm files copy its mode)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        if os.name != "nt":
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def _tighten(path: Path, mode: int) -> None:
+    """chmod `path` to `mode` when it is ours and grants more than `mode`."""
+    try:
+        info = path.stat()
+        if info.st_uid == os.getuid() and info.st_mode & 0o777 & ~mode:
+            path.chmod(mode)
+    except OSError:
+        pass  # gone meanwhile, or not ours to change: the files inside are still 0600
+
+
 def write_atomic(path: Path | str, data: str | bytes, mode: int = 0o600) -> None:
     """The one way a file is written: readers see the old file or the new one, never half of
     it (a temporary file per process and thread beside it, then one rename). The file gets
-    `mode` (the owner's only, by default) and a missing parent directory 0700. Raises OSError."""
+    `mode` (the owner's only, by default) and its folder is made as `private_dir` makes it.
+    Raises OSError."""
     import threading  # here, not at import: the hooks import this module and rarely write with it
 
     path = Path(path)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     raw = data.encode("utf-8") if isinstance(data, str) else data
     try:

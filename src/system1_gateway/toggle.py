@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .paths import state_file
+from .paths import private_dir, state_file
 
 
 def _flag() -> Path:
@@ -22,7 +22,7 @@ def paused() -> bool:
 def set_paused(value: bool) -> None:
     flag = _flag()
     if value:
-        flag.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(flag.parent)
         flag.write_text("paused by `system1 toggle off`; `system1 toggle on` resumes\n")
     else:
         flag.unlink(missing_ok=True)

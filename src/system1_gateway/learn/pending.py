@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..paths import state_file
+from ..paths import private_dir, state_file
 from ..routing import FEATURES as ROUTING_FEATURES
 from ..routing import log as routing_log
 from ..routing.log import entries as _lines  # the same tolerant JSON-lines reader, for any file
@@ -163,7 +163,7 @@ class LabelStore:
                 self.labels[key] = entry
 
     def _append(self, record: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path.parent)
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Callable, Iterator
 
-from ..paths import state_file
+from ..paths import private_dir, state_file
 
 
 def path() -> str:
@@ -36,7 +36,8 @@ def append(record: dict[str, Any], where: str | None = None) -> str:
     """Appends one record (one write on an O_APPEND descriptor, so concurrent hooks never
     interleave lines); returns the file's path."""
     where = where or path()
-    os.makedirs(os.path.dirname(where), mode=0o700, exist_ok=True)
+    if not os.path.isdir(os.path.dirname(where)):  # one stat on the hooks' path; made 0700 once
+        private_dir(os.path.dirname(where))
     line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     fd = os.open(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:

@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any
 
-from ..paths import config_path
+from ..paths import config_path, private_dir
 from . import TIERS
 
 DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default_rule.py")
@@ -31,7 +31,7 @@ def ensure_rule() -> str:
     """The user's rule file, created from the default when absent."""
     path = rule_path()
     if not os.path.exists(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        private_dir(os.path.dirname(path))
         try:
             with open(DEFAULT, "rb") as source, open(path, "xb") as target:  # (shutil costs ≈ 3 ms to import)
                 target.write(source.read())

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from ..logs import LOGGER
-from ..paths import state_dir
+from ..paths import private_dir, private_file, state_dir
 from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, iso, today
 from .memory import MemoryState
 
@@ -51,7 +51,11 @@ class SQLiteState(StateStore):
     # -- storage ---------------------------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
+            # 0600 before SQLite opens it: its -wal and -shm files copy the database's mode.
+            for path in (self.path, *(self.path.with_name(self.path.name + s) for s in ("-wal", "-shm"))):
+                if path == self.path or path.exists():
+                    private_file(path)
             conn = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

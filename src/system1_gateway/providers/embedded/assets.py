@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from ...paths import state_dir
+from ...paths import private_dir, state_dir
 
 GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
@@ -93,7 +93,7 @@ def gguf_path() -> Path:
     if _marker_ok(target):
         return target
     parts = gguf_parts()
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     digest = hashlib.sha256()
     try:
