@@ -160,6 +160,29 @@ def test_teach_usage_errors(tmp_path):
     assert code == 2 and "no head of yours matches" in out["error"]["message"]
 
 
+def test_remove_and_export_stay_where_they_belong(tmp_path):
+    """Issue 27 L8: `--remove ../../x` globbed `heads/../../x*.npz` and deleted files outside
+    heads/; an absolute path was a traceback. Only a hash prefix is accepted, and --export
+    gives a clear error for a target it cannot use."""
+    heads = tmp_path / "state" / "heads"
+    heads.mkdir(parents=True)
+    outside = tmp_path / "x1234.npz"
+    outside.write_bytes(b"not a head of the gateway's")
+    from system1_gateway.learn import teach
+
+    assert teach.heads_dir() == heads
+    for prefix in ("../../x1234", "../x1234", "x1234", "****", "abcd/../../x", "ABCDEF12", "a" * 17):
+        with pytest.raises(teach.LabelError, match="is not a question hash"):
+            teach.remove(prefix)
+    with pytest.raises(teach.LabelError, match="heads folder itself"):
+        teach.export(heads)
+    code, (out,), err = run_cli("teach", "--remove", str(tmp_path / "x1234"))  # absolute: was a traceback
+    assert code == 2 and "is not a question hash" in out["error"]["message"] and "Traceback" not in err
+    code, (out,), err = run_cli("teach", "--export", str(outside))
+    assert code == 2 and "is a file, not a folder" in out["error"]["message"] and "Traceback" not in err
+    assert outside.read_bytes() == b"not a head of the gateway's"
+
+
 @pytest.mark.models
 def test_teach_compares_with_the_zero_shot_engine(tmp_path):
     from conftest import require

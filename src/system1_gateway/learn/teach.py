@@ -273,6 +273,11 @@ def remove(prefix: str) -> list[str]:
     folder = heads_dir()
     if len(prefix) < 4:
         raise LabelError("--remove: give at least 4 characters of the question hash (see --list)")
+    # A hash is 16 hex digits: anything else (a path, `..`, a glob character) would reach files
+    # outside heads/ through the glob, so it is refused before any file is looked at.
+    if len(prefix) > 16 or any(c not in "0123456789abcdef" for c in prefix):
+        raise LabelError(f"--remove: {prefix[:100]!r} is not a question hash (up to 16 hex digits, "
+                         f"lower case; see --list)")
     matches = sorted(folder.glob(f"{prefix}*.npz")) if folder.is_dir() else []
     if len(matches) > 1:
         raise LabelError(f"--remove: {prefix!r} matches {len(matches)} heads; give more characters")
@@ -282,11 +287,23 @@ def remove(prefix: str) -> list[str]:
 
 
 def export(target: Path) -> list[str]:
-    target.mkdir(parents=True, exist_ok=True)
+    """Copies the user's heads into folder `target` (made if missing), never into heads/."""
+    if target.exists() and not target.is_dir():
+        raise LabelError(f"--export: {str(target)[:200]!r} is a file, not a folder")
+    if heads_dir().is_dir() and target.exists() and target.resolve() == heads_dir().resolve():
+        raise LabelError("--export: that is the heads folder itself; give another folder")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LabelError(f"--export: cannot create {str(target)[:200]!r} ({exc.strerror or exc})") from None
     copied = []
     folder = heads_dir()
     for path in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
-        shutil.copy2(path, target / path.name)
+        try:
+            shutil.copy2(path, target / path.name)
+        except OSError as exc:
+            raise LabelError(f"--export: cannot write {str(target / path.name)[:200]!r} ({exc.strerror or exc}); "
+                             f"copied before it: {len(copied)}") from None
         copied.append(str(target / path.name))
     return copied
 
