@@ -305,3 +305,28 @@ def test_a_call_may_name_a_configured_table_and_the_free_kinds(write_config):
     write_config(CHAIN_CONFIG + '[providers.lab]\nkind = "laya"\nendpoint = "http://127.0.0.1:9"\n')
     with Gateway.from_environment() as gateway:
         assert gateway.override("lab,third,mock,embedded,jev,openai") == ["lab", "third", "mock", "embedded", "jev", "openai"]
+
+
+def test_a_request_id_cannot_forge_a_log_line(mock_gateway, tmp_path):
+    """Issue 27 L11: a `request_id` with a newline started a line of its own in the gateway's
+    log (`[%(request_id)s]` in every line's prefix). Control characters are escaped."""
+    import logging
+
+    from system1_gateway import logs
+
+    log_file = tmp_path / "gateway.log"
+    forged = "ok\n2026-12-04 00:00:00,000 WARNING system1 [admin] consent recorded for openai\x1b[2J"
+    logs.configure("INFO", str(log_file))
+    try:
+        with mock_gateway() as gateway:
+            result = gateway.judge({**judge_payload(), "request_id": forged})
+    finally:
+        logs.configure("WARNING")
+        logs._configured = None
+    assert result["status"] == "answered" and result["request_id"] == forged  # the caller's id, unchanged
+    lines = log_file.read_text().splitlines()
+    assert lines and all(line[:4].isdigit() for line in lines), lines  # every line is one of ours
+    assert any("[ok\\n2026-12-04 00:00:00,000 WARNING system1 [admin] consent recorded for openai\\x1b[2J]" in line
+               for line in lines), lines
+    assert not any("\x1b" in line for line in lines)
+    logging.getLogger(logs.LOGGER).handlers.clear()

@@ -15,8 +15,14 @@ request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("system1_re
 
 class _RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = request_id_var.get()
+        record.request_id = printable(request_id_var.get())
         return True
+
+
+def printable(text: str) -> str:
+    """`text` with control and other unprintable characters escaped (`\\n`, `\\x1b`, …): a
+    caller's request id must not start a forged log line or drive a terminal."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
 _configured: tuple[str, str | None] | None = None
