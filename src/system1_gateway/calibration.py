@@ -20,7 +20,6 @@ The user file is re-read when it changes (checked at most once a second), so `ca
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -32,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from . import bounded_json
 from .logs import LOGGER
 from .paths import state_file
 
@@ -116,7 +116,7 @@ def scale(probs: dict[str, float], temperature: float) -> dict[str, float]:
 def read_file(path: Path) -> CalibrationFile:
     """A calibration file, checked; ValueError naming the file and the field otherwise."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = bounded_json.file_loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except ValueError as exc:

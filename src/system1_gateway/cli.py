@@ -13,11 +13,10 @@ in-process within what is left of the deadline.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, BinaryIO
 
-from . import __codename__, __version__
+from . import __codename__, __version__, bounded_json
 from .console import EXIT_FAILED, EXIT_INVALID, EXIT_OK, exit_code as _exit_code, invalid as _invalid
 from .console import JsonArgumentParser as _Parser
 from .console import emit as _emit
@@ -165,7 +164,7 @@ def _cmd_decide(args: argparse.Namespace) -> int:
         payload["options"] = args.options
     if args.context is not None:
         try:
-            payload["context"] = json.loads(args.context)
+            payload["context"] = bounded_json.loads(args.context)
         except (ValueError, RecursionError) as exc:
             _emit(_invalid(f"--context: invalid JSON: {exc}"), args.pretty)
             return EXIT_INVALID
@@ -287,7 +286,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         text, problem = _decode(data, where)
         if problem is None:
             try:
-                payload = json.loads(text)
+                payload = bounded_json.loads(text)
             except (ValueError, RecursionError) as exc:
                 problem = _invalid(f"{where}: invalid JSON: {exc}")
         if problem is not None:
@@ -309,7 +308,7 @@ def _judge_lines(answerer: _Answerer, stream: BinaryIO, where: str, args: argpar
         line, result = _decode(raw, f"{where} line {number}")
         if line is not None:
             try:
-                payload = json.loads(line)
+                payload = bounded_json.loads(line)
             except (ValueError, RecursionError) as exc:
                 result = _invalid(f"{where} line {number}: invalid JSON: {exc}")
             else:

@@ -24,7 +24,7 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any
 
-from . import daemon_files
+from . import bounded_json, daemon_files
 
 CONNECT_TIMEOUT_S = 0.5  # loopback: a live daemon accepts in microseconds; a dead one refuses at once
 MARGIN_S = 0.5  # past the deadline: the core answers within deadline + 50 ms, plus the HTTP round trip
@@ -129,7 +129,7 @@ class Daemon:
                 str(exc) if isinstance(exc, TornReply) else type(exc).__name__
             raise DaemonUnavailable(f"{method} {path}: {kind}") from None
         try:
-            answer = json.loads(data)
+            answer = bounded_json.loads(data)
         except (ValueError, RecursionError):
             raise DaemonUnavailable(f"{method} {path}: HTTP {status}, not JSON") from None
         if not isinstance(answer, dict):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from . import bounded_json
 from .paths import config_path, sha256, state_file, write_atomic  # the builtin sha256: no OpenSSL import
 
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only
@@ -45,7 +46,7 @@ def load() -> dict[str, Any] | None:
     cache = state_file("cache", "config.json")
     try:
         with open(cache, encoding="utf-8") as handle:
-            cached = json.load(handle)
+            cached = bounded_json.loads(handle.read())
         if cached.get("key") == key:
             _last = (key, cached["data"])
             return cached["data"]

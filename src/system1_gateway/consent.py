@@ -13,6 +13,7 @@ import json
 import time
 from pathlib import Path
 
+from . import bounded_json
 from .paths import state_dir, write_atomic
 
 BILLED_KINDS = frozenset({"openai"})
@@ -24,7 +25,7 @@ def _path() -> Path:
 
 def recorded() -> dict[str, str]:
     try:
-        data = json.loads(_path().read_text(encoding="utf-8"))
+        data = bounded_json.file_loads(_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}

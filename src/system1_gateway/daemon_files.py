@@ -25,6 +25,7 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
+from . import bounded_json
 from .paths import config_path, sha256, state_dir, write_atomic
 
 
@@ -101,7 +102,7 @@ def read_port() -> dict[str, Any] | None:
     """The port file's record when it is whole and well-formed, else None (missing, half
     written by a crash, or edited by hand: the caller then treats the daemon as absent)."""
     try:
-        record = json.loads(port_path().read_text(encoding="utf-8"))
+        record = bounded_json.file_loads(port_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import io
-import json
 import logging
 import math
 import time
@@ -30,6 +29,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from . import bounded_json
 from .errors import (
     ALL_COOLING, CONFIG_ERROR, DEADLINE_EXCEEDED, INTERNAL_ERROR, INVALID_REQUEST,
     MALFORMED_RESPONSE, PROVIDER_ERROR, PROVIDER_TIMEOUT,
@@ -209,7 +209,7 @@ def read_body(raw: bytes, content_type: str | None, content_encoding: str | None
     if not raw.strip():
         raise _detail(400, "request body is empty (expected a JSON object)", "json_invalid")
     try:
-        return json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
+        return bounded_json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:
         raise _detail(400, "request body is nested too deeply to read", "json_invalid") from None
     except ValueError as exc:  # not JSON, not UTF-8, an integer past Python's digit limit, NaN

@@ -22,9 +22,10 @@ before anything heavy is imported.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
+
+from . import bounded_json
 
 JEV = "jev"
 OPENAI = "openai-decisions"
@@ -61,7 +62,7 @@ def read_order(path: str | os.PathLike[str]) -> list[str]:
     except OSError as exc:
         raise PiSettingsError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
+        data = bounded_json.file_loads(text)
     except (ValueError, RecursionError) as exc:
         raise PiSettingsError(f"{path}: invalid JSON ({str(exc)[:200]})") from None
     if not isinstance(data, dict):

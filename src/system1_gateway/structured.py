@@ -10,9 +10,9 @@ whole state in one more walk of the chain, as always.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
+from . import bounded_json
 from .builtins import BUILTINS
 from .chain import NO_USAGE, Outcome
 from .model import JudgeRequest
@@ -102,6 +102,6 @@ def _json_document(text: str) -> Any:
     if not stripped or stripped[0] not in "{[" or stripped[-1] not in "}]":
         return None
     try:
-        return json.loads(stripped)
+        return bounded_json.loads(stripped)
     except (ValueError, RecursionError):
         return None

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from .. import bounded_json
 from .chunks import Chunk, read
 
 
@@ -56,7 +57,7 @@ class Worker:
         from ..errors import InvalidRequest
 
         try:
-            payload = json.loads(raw.decode("utf-8-sig"))
+            payload = bounded_json.loads(raw.decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
             return error_result("judge", InvalidRequest(f"line {number}: not UTF-8 text (byte {exc.start})"))
         except (ValueError, RecursionError) as exc:

@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from .. import client, config_tables, toggle
+from .. import bounded_json, client, config_tables, toggle
 from ..routing import FEATURES as ROUTING_FEATURES
 from ..routing import log as routing_log
 
@@ -50,7 +50,7 @@ class Run:
             self.say(f"input larger than {MAX_PAYLOAD_BYTES} bytes: ignored")
             return {}
         try:
-            payload = json.loads(raw.decode("utf-8", "replace") or "{}")
+            payload = bounded_json.loads(raw.decode("utf-8", "replace") or "{}")
         except ValueError as exc:
             self.say(f"input is not JSON ({exc}): ignored")
             return {}

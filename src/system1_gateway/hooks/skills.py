@@ -8,8 +8,10 @@ enabled plugin's `skills/*/SKILL.md` (named `<plugin>:<skill>`), minus the skill
 
 from __future__ import annotations
 
-import json
 import os
+
+from .. import bounded_json
+
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
 if TYPE_CHECKING:
     from typing import Any
@@ -75,7 +77,7 @@ def _skill_dir_entries(root: str, prefix: str = "") -> list[dict[str, str]]:
 def _read_json(path: str) -> Any:
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            return bounded_json.file_loads(handle.read())
     except (OSError, ValueError):
         return None
 

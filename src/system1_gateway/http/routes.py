@@ -7,7 +7,6 @@ run in worker threads, so requests are served concurrently."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -18,7 +17,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
-from .. import __version__
+from .. import __version__, bounded_json
 from ..core import Gateway, error_result
 from ..errors import (
     ALL_COOLING, CONFIG_ERROR, DEADLINE_EXCEEDED, INTERNAL_ERROR, INVALID_REQUEST, MALFORMED_RESPONSE,
@@ -151,7 +150,7 @@ def _json(body: bytes) -> Any:
     if not body.strip():
         raise ValueError("request: empty body (expected a JSON object)")
     try:
-        return json.loads(body)
+        return bounded_json.loads(body)
     except RecursionError:
         raise ValueError("request: JSON nested too deeply") from None
     except UnicodeDecodeError:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from .. import bounded_json
 from .transcripts import (
     AgentModel, SpawnCall, SpawnResult, Stats, TaskNotification, default_root, iter_files, iter_spawn_events,
     model_family,
@@ -249,7 +250,7 @@ def _revised(line: bytes, proposals: dict[str, Proposal], counts: LogResult) -> 
     if b'"tool_use_id"' not in line or b'"agent"' not in line:
         return None
     try:
-        entry = json.loads(line)
+        entry = bounded_json.loads(line)
     except (ValueError, RecursionError):
         return None
     if not isinstance(entry, dict) or entry.get("source") != "agent":

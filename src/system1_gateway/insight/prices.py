@@ -8,11 +8,11 @@ whole; it is checked field by field.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import bounded_json
 from ..paths import state_file
 
 SHIPPED = Path(__file__).with_name("prices.json")
@@ -81,7 +81,7 @@ def load(path: Path | None = None) -> PriceTable:
         user = Path(state_file("prices.json"))
         path = user if user.exists() else SHIPPED
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = bounded_json.file_loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PriceError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except ValueError as exc:

@@ -26,12 +26,13 @@ number of relevant records (spawns, API responses), not with bytes.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Union
+
+from .. import bounded_json
 
 MAX_LINE = 4 << 20  # a longer line is skimmed, not parsed (tool output that large is never a spawn record)
 SKIM_KEEP = 64 << 10  # bytes kept at each end of a skimmed line
@@ -193,7 +194,7 @@ def parse_line(line: bytes, path: Path, lineno: int, stats: Stats) -> dict[str, 
     """The JSON object on one line, None (counted) when it is not one. A line without its
     newline can only be the last: a failure there is a truncated write, not a bad line."""
     try:
-        record = json.loads(line)
+        record = bounded_json.loads(line)
     except (ValueError, RecursionError):
         record = None
     if isinstance(record, dict):

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import bounded_json
+
 EXIT_OK, EXIT_INVALID = 0, 2
 BOOTSTRAP = 1000
 
@@ -48,7 +50,7 @@ def read_sets(paths: list[str], limit: int | None) -> tuple[list[dict[str, Any]]
             raise Refused(f"{name}: does not exist")
         groups, bad = read_labels(path)
         rejected += bad
-        raw = [json.loads(line) for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()
+        raw = [bounded_json.loads(line) for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()
                and _is_json(line)]
         per_task: dict[str, int] = defaultdict(int)
         for g in groups.values():
@@ -66,7 +68,7 @@ def read_sets(paths: list[str], limit: int | None) -> tuple[list[dict[str, Any]]
 
 def _is_json(line: str) -> bool:
     try:
-        return isinstance(json.loads(line), dict)
+        return isinstance(bounded_json.loads(line), dict)
     except ValueError:
         return False
 
@@ -80,7 +82,7 @@ class Cache:
         if path.exists():
             for line in path.read_text(encoding="utf-8").splitlines():
                 try:
-                    row = json.loads(line)
+                    row = bounded_json.loads(line)
                 except ValueError:
                     continue  # a line cut by a crash
                 if isinstance(row, dict) and isinstance(row.get("key"), str):

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import bounded_json
 from ..calibration import Calibration, CalibrationFile, FitRecord, read_file, user_path
 from ..paths import state_dir, write_atomic
 from . import calibration_fit as cf
@@ -279,7 +280,7 @@ def _load_proposals(path: str, items: list[Item]) -> list[Item]:
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = bounded_json.loads(line)
         except ValueError as exc:
             raise Refused(f"--proposals: {path}:{number}: invalid JSON ({exc})") from None
         if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) or not isinstance(entry.get("label"), str):

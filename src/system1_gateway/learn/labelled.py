@@ -4,11 +4,11 @@ read and checked once for `teach` and `calibrate` (no scikit-learn here).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import bounded_json
 from ..providers.embedded.heads import labels_of
 
 
@@ -45,7 +45,7 @@ def read_labels(path: Path) -> tuple[dict[str, Group], list[str]]:
         if not raw.strip():
             continue
         try:
-            item = json.loads(raw.decode("utf-8-sig"))
+            item = bounded_json.loads(raw.decode("utf-8-sig"))
         except UnicodeDecodeError:
             rejected.append(f"{where}: not UTF-8 text")
             continue

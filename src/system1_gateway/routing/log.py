@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Callable, Iterator
 
+from .. import bounded_json
 from ..paths import private_dir, state_file
 
 
@@ -72,7 +73,7 @@ def entries(where: str | Path | None = None, only: str | None = None) -> Iterato
             if only is not None and only not in line:
                 continue
             try:
-                entry = json.loads(line)
+                entry = bounded_json.loads(line)
             except (ValueError, RecursionError):
                 continue
             if isinstance(entry, dict):

@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+from ... import bounded_json
 from ...paths import private_dir, state_dir
 
 GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -76,7 +77,7 @@ def _marker_path(target: Path) -> Path:
 
 def _marker_ok(target: Path) -> bool:
     try:
-        marker = json.loads(_marker_path(target).read_text())
+        marker = bounded_json.file_loads(_marker_path(target).read_text())
         st = target.stat()
     except (OSError, ValueError):
         return False

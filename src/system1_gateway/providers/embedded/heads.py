@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import bounded_json
 from ...logs import LOGGER
 
 log = logging.getLogger(LOGGER)
@@ -170,7 +171,7 @@ class Head:
         except Exception as exc:  # noqa: BLE001 - truncated zip, bad member, missing key...
             raise HeadError(f"unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
         try:
-            meta = json.loads(meta_text)
+            meta = bounded_json.file_loads(meta_text)
         except ValueError:
             raise HeadError("its metadata is not JSON") from None
         _check(meta, W, b)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ... import bounded_json
 from ...paths import write_atomic
 from ...render import render
 
@@ -133,7 +134,7 @@ class QuestionPrior:
     def _read_partial(self, key: str, n: int) -> dict[str, list[float]]:
         path = self._partial_path(key)
         try:
-            data = json.loads(path.read_text()) if path is not None else {}
+            data = bounded_json.file_loads(path.read_text()) if path is not None else {}
             return {str(i): [float(x) for x in v] for i, v in data.items()
                     if isinstance(v, list) and len(v) == n and all(0 <= float(x) <= 1 for x in v)}
         except (OSError, ValueError, TypeError, AttributeError):
@@ -156,7 +157,7 @@ class QuestionPrior:
         if path is None:
             return None
         try:
-            data = json.loads(path.read_text())
+            data = bounded_json.file_loads(path.read_text())
             ref = [float(x) for x in data["reference"]]
             if data.get("key") != key or len(ref) != n or not all(0 <= x <= 1 for x in ref):
                 return None
