@@ -14,7 +14,8 @@ from local_http import LocalServer, QuietHandler
 
 MODES = ("von", "von_422", "ok", "hang", "drip", "429", "529", "503", "401", "402", "400_credits", "500",
          "invalid_json", "wrong_model", "not_argmax", "partial", "422", "404_route", "404_model", "301",
-         "429_bad_retry_after", "401_bad_retry_after", "401_echo")
+         "429_bad_retry_after", "401_bad_retry_after", "401_echo", "huge", "huge_gzip")
+HUGE_BYTES = 12 * 1024 * 1024  # past the default max_response_bytes (8 MiB)
 HANG_S = 20.0
 
 
@@ -99,6 +100,15 @@ class FaultEngine:
                     "429_bad_retry_after": (429, {"error": "slow down"}, {"retry-after": "soon, maybe"}),
                     "401_bad_retry_after": (401, {"detail": "invalid api key"}, {"retry-after": "Mon, 99 Foo 2026"}),
                 }
+                if mode in ("huge", "huge_gzip"):  # a valid answer padded past any sane size
+                    data = json.dumps({**ok, "pad": "x" * HUGE_BYTES}).encode()
+                    headers = {}
+                    if mode == "huge_gzip":  # small on the wire, 12 MiB once inflated
+                        import gzip
+
+                        data, headers = gzip.compress(data), {"content-encoding": "gzip"}
+                    self._send(200, data, headers)
+                    return
                 if mode == "401_echo":  # a careless server that echoes the credential back
                     self._send(401, {"error": {"message": f"invalid key {self.headers.get('authorization')}; "
                                                           f"raw={self.headers.get('authorization', '').split()[-1]}"}})

@@ -144,7 +144,7 @@ def test_close_frees_clients_and_threads():
         client = gw.rung("fault")._client
         with gw:
             pass
-        assert client.is_closed and gw._chain._pool is None
+        assert client.is_closed and gw._chain._pools == {}
     finally:
         engine.close()
 
@@ -215,3 +215,44 @@ def test_health_reports_a_rung_that_may_not_run_as_down(monkeypatch):
     monkeypatch.setenv("SYSTEM1_OPENAI_API_KEY", "sk-test-abcdefgh")
     health = Gateway(Config(gateway=GatewaySettings(provider="openai", fallback=["mock"]))).health()
     assert health["status"] == "degraded" and "no billing consent" in health["providers"][0]["detail"]
+
+
+class Stuck(BaseProvider):
+    """An engine that ignores its timeout (a hung SDK call): each attempt holds its worker
+    thread until released."""
+
+    kind = "stuck"
+
+    def __init__(self, name):
+        import threading
+
+        self.name = name
+        self.release = threading.Event()
+
+    def judge(self, request, timeout_s):
+        self.release.wait(30)
+        raise chain.ProviderTimeout(f"{self.name}: released")
+
+    def health(self, timeout_s):
+        return Health(True, "ok")
+
+
+def test_an_engine_that_holds_its_workers_cannot_starve_another_rung():
+    """Issue 27 M4: eight hung attempts on one rung took the chain's whole 8-thread pool, and
+    every other worker-thread rung (the embedded engine, so the guard) failed with
+    `deadline_exceeded` until restart. Each rung has its own workers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    stuck, other = Stuck("slow"), Recorder("other")  # both on worker threads, as the embedded engine runs
+    gateway = Gateway(Config(gateway=GatewaySettings(provider="slow", fallback=[], timeout_s=0.3, deadline_s=0.5)),
+                      providers={"slow": stuck, "other": other})
+    try:
+        with ThreadPoolExecutor(chain.RUNG_WORKERS + 2) as callers:
+            hung = list(callers.map(lambda _: gateway.judge(judge_payload()), range(chain.RUNG_WORKERS + 2)))
+        assert all(r["status"] == "error" and r["attempts"][0]["outcome"] == "timeout" for r in hung), hung
+        result = gateway.judge(judge_payload(), provider="other")
+        assert result["status"] == "answered" and result["provider"] == "other", result
+        assert other.calls == 1
+    finally:
+        stuck.release.set()
+        gateway.close()

@@ -11,11 +11,15 @@ import time
 
 import pytest
 
+from conftest import judge_payload
 from local_http import LocalServer, QuietHandler
 from system1_gateway.config import Config, GatewaySettings
 from system1_gateway import consent
 from system1_gateway.core import Gateway
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
+
+
+DRIP_S = 10.0
 
 
 class FakeDecisions:
@@ -35,6 +39,18 @@ class FakeDecisions:
                           "429": (429, "Rate limit reached", "rate_limit_exceeded", {"retry-after": "11"}),
                           "529": (529, "Overloaded", None, {}),
                           "quota": (429, "You exceeded your current quota", "insufficient_quota", {})}
+                if fake.mode == "drip":  # headers, then a byte at a time: each read is quick
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", "100000")
+                    self.end_headers()
+                    for _ in range(int(DRIP_S / 0.1)):  # bounded: the server always stops
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(0.1)
+                    return None
+                if fake.mode == "huge":  # a valid answer padded to 12 MiB: cut as it arrives
+                    return self._send(200, {"model": "gpt-6-luna", "answers": [], "pad": "x" * (12 << 20)})
                 if fake.mode in errors:
                     status, msg, code, headers = errors[fake.mode]
                     return self._send(status, {"error": {"message": msg, "type": "error", "param": None, "code": code}}, headers)
@@ -118,6 +134,7 @@ def test_a_refusal_is_a_typed_no_answer(decisions):
     ("429", 11, "HTTP 429: Rate limit reached"),
     ("529", 30, "HTTP 529"),
     ("quota", 300, "exceeded your current quota"),
+    ("huge", 30, "response larger than max_response_bytes (8388608 bytes)"),  # issue 27 L10
 ])
 def test_errors_map_to_waterfall_outcomes(decisions, mode, cools, words):
     decisions.mode = mode
@@ -181,3 +198,26 @@ def test_consent_gate_interactive_headless_and_re_adding(write_config):
     again = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "order", "embedded", "openai"],
                            stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=30)
     assert again.returncode == 2 and "needs an interactive confirmation" in again.stdout  # removed, re-added: asks again
+
+
+def test_a_dripping_endpoint_never_holds_an_attempt_past_its_deadline(decisions):
+    """Issue 27 M4: httpx times each read on its own, so an endpoint sending a byte every 0.1 s
+    kept each attempt's worker thread for as long as it dripped; with the chain's workers all
+    held, every later call failed. The SDK's sockets now end at the attempt's deadline."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    decisions.mode = "drip"
+    consent.save({"openai": consent.now()})
+    gw = Gateway(Config(gateway=GatewaySettings(provider="openai", fallback=[], timeout_s=1.5, deadline_s=2.0),
+                        providers={"openai": {"endpoint": decisions.url}}))
+    try:
+        started = time.monotonic()
+        with ThreadPoolExecutor(10) as callers:
+            dripped = list(callers.map(lambda _: gw.judge(judge_payload()), range(10)))
+        assert all(r["status"] == "error" and r["attempts"][-1]["outcome"] == "timeout" for r in dripped), dripped
+        assert time.monotonic() - started < DRIP_S / 2  # bounded by the deadline, not by the drip
+        decisions.mode = "ok"
+        answered = gw.judge(judge_payload())  # the rung's workers are free again
+        assert answered["status"] == "answered" and answered["provider"] == "openai", answered
+    finally:
+        gw.close()

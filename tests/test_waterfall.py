@@ -78,6 +78,10 @@ MATRIX = {
     # An unreadable Retry-After is ignored (the default cooldown), never an internal error.
     "429_bad_retry_after": ("error", 30, "HTTP 429: slow down"),
     "401_bad_retry_after": ("error", 300, "HTTP 401: invalid api key"),
+    # A body past max_response_bytes is cut as it arrives (on the wire and as it inflates): a
+    # clear error that cools like a server fault, never 12 MiB held in memory (issue 27 L10).
+    "huge": ("error", 30, "response larger than max_response_bytes (8388608 bytes)"),
+    "huge_gzip": ("error", 30, "response larger than max_response_bytes (8388608 bytes)"),
 }
 
 

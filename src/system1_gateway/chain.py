@@ -52,6 +52,7 @@ from .state import Cooling, StateStore, cooldown_for, key_for, target_keys
 
 log = logging.getLogger(LOGGER)
 NO_USAGE = {"input_tokens": None, "output_tokens": None}
+RUNG_WORKERS = 8  # concurrent attempts per rung that runs on a worker thread
 
 
 def ms(seconds: float) -> float:
@@ -222,20 +223,24 @@ class Chain:
         self.state = state
         self.timeout_s = timeout_s
         self.load_budget_s = load_budget_s
-        self._pool: ThreadPoolExecutor | None = None
+        # One pool per rung: an engine that holds its workers (a hung or dripping endpoint, a
+        # provider that ignores its timeout) can exhaust only its own, never the guard's rung.
+        self._pools: dict[str, ThreadPoolExecutor] = {}
         self._pool_lock = threading.Lock()
 
     def close(self) -> None:
         with self._pool_lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def _executor(self) -> ThreadPoolExecutor:
+    def _executor(self, name: str) -> ThreadPoolExecutor:
         with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="system1-rung")
-            return self._pool
+            pool = self._pools.get(name)
+            if pool is None:
+                pool = self._pools[name] = ThreadPoolExecutor(max_workers=RUNG_WORKERS,
+                                                              thread_name_prefix=f"system1-rung-{name[:20]}")
+            return pool
 
     # -- the walk -------------------------------------------------------------------------
     def run(self, request: JudgeRequest, chain: list[str], threshold: float | None, deadline_s: float,
@@ -348,7 +353,7 @@ class Chain:
                 # The provider bounds itself by timeout_s (in-memory engines): no worker
                 # thread, whose hand-off alone costs a fraction of a millisecond.
                 return provider.judge(request, timeout_s), None
-            future = self._executor().submit(provider.judge, request, timeout_s)
+            future = self._executor(name).submit(provider.judge, request, timeout_s)
             try:
                 return future.result(timeout=timeout_s), None
             except FutureTimeout:

@@ -50,6 +50,11 @@ class Health:
     model: str | None = None
 
 
+# The most an HTTP rung reads of one response (setting `max_response_bytes`): a decision is a
+# few kilobytes; a 200 MB body used to be read whole into memory (and parsed under the GIL).
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+
+
 class Settings(BaseModel):
     """Base for a provider's settings model: unknown keys are errors, env strings coerce."""
 

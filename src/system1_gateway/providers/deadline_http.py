@@ -13,6 +13,10 @@ maps to its own (`ConnectTimeout` / `ReadTimeout` / `WriteTimeout`). The attempt
 inline on the caller's thread. Pooled connections keep their wrapper, so each request is
 bounded by its own deadline.
 
+`within(deadline, max_bytes)` also caps what the thread's reads may receive (headers and body
+as they come off the wire): past it the read fails and `cut_for_size()` says why, so a rung
+can answer with a clear error instead of holding a 200 MB body in memory.
+
 Not bounded: DNS resolution of a host name (inside `socket.create_connection`); loopback
 and IP endpoints have none.
 """
@@ -31,14 +35,28 @@ _local = threading.local()
 
 
 @contextlib.contextmanager
-def within(deadline: float) -> Iterator[None]:
-    """Bound every socket operation of this thread's clamped clients by `deadline`."""
+def within(deadline: float, max_bytes: int | None = None) -> Iterator[None]:
+    """Bound every socket operation of this thread's clamped clients by `deadline`, and with
+    `max_bytes` what their reads may receive in all (an enclosing cap still applies)."""
     previous = getattr(_local, "deadline", None)
+    previous_budget = getattr(_local, "budget", None)
     _local.deadline = deadline if previous is None else min(previous, deadline)
+    if max_bytes is not None:
+        _local.budget = [max_bytes] if previous_budget is None else [min(max_bytes, previous_budget[0])]
+        _local.cut = False
     try:
         yield
     finally:
         _local.deadline = previous
+        if max_bytes is not None:
+            if previous_budget is not None:
+                previous_budget[0] = min(previous_budget[0], _local.budget[0])
+            _local.budget = previous_budget
+
+
+def cut_for_size() -> bool:
+    """Whether this thread's last capped exchange was cut because it received too much."""
+    return getattr(_local, "cut", False)
 
 
 def _clamp(timeout: float | None, error: type[Exception]) -> float | None:
@@ -56,7 +74,14 @@ class _Stream(httpcore.NetworkStream):
         self._inner = inner
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _clamp(timeout, httpcore.ReadTimeout))
+        data = self._inner.read(max_bytes, _clamp(timeout, httpcore.ReadTimeout))
+        budget = getattr(_local, "budget", None)
+        if budget is not None:
+            budget[0] -= len(data)
+            if budget[0] < 0:
+                _local.cut = True
+                raise httpcore.ReadError("the response is larger than the rung's max_response_bytes")
+        return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._inner.write(buffer, _clamp(timeout, httpcore.WriteTimeout))

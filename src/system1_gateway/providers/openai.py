@@ -9,6 +9,9 @@
 * A per-question `refusal` stays a typed no-answer entry (answers.py), never a fake value.
 * Adding this rung to the order needs an interactive confirmation of the billing
   precautions (config_edit.py).
+* The SDK is given one httpx client whose sockets are bounded by the attempt's deadline
+  (deadline_http): httpx times each read on its own, so an endpoint dripping a byte at a time
+  held a worker thread for as long as it liked.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from pydantic import Field
 from ..errors import MalformedAnswer, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from ..render import render
-from .base import BaseProvider, Health, Limits, Reply, Settings, endpoint_id, parse_settings
+from .base import MAX_RESPONSE_BYTES, BaseProvider, Health, Limits, Reply, Settings, endpoint_id, parse_settings
+from .deadline_http import clamp, cut_for_size, within
 from .failures import classify
 
 KEY_ENV = "SYSTEM1_OPENAI_API_KEY"
@@ -33,6 +37,8 @@ class OpenAISettings(Settings):
     endpoint: str = Field(default="https://api.openai.com/v1", description="the SDK's base URL")
     model: str = "gpt-6-luna"
     max_options: int = Field(default=255, ge=2, le=255)
+    max_response_bytes: int = Field(default=MAX_RESPONSE_BYTES, ge=1024, le=1 << 30,
+                                    description="a longer response is a provider_error (cut as it arrives)")
 
 
 class OpenAIProvider(BaseProvider):
@@ -44,6 +50,7 @@ class OpenAIProvider(BaseProvider):
         self.name = name
         self.settings: OpenAISettings = parse_settings(OpenAISettings, name, settings)
         self.limits = Limits(max_options=self.settings.max_options, max_questions=100_000)
+        self._http: Any = None  # one deadline-bounded httpx client, made on first use (the SDK is heavy)
 
     def credentials(self) -> tuple[bool, bool, str | None]:
         return True, bool(os.environ.get(KEY_ENV)), KEY_ENV
@@ -58,9 +65,20 @@ class OpenAIProvider(BaseProvider):
     def _client(self, timeout_s: float) -> Any:
         from openai import DefaultHttpxClient, OpenAI  # heavy: imported only when this rung runs
 
-        # Redirects are never followed (a 3xx means the endpoint is wrong: failures.py).
+        if self._http is None:
+            # Redirects are never followed (a 3xx means the endpoint is wrong: failures.py).
+            http = DefaultHttpxClient(follow_redirects=False)
+            if not clamp(http):  # httpx internals this module cannot wrap: never run unbounded
+                http.close()
+                raise ProviderFailure(f"{self.name}: cannot bound the HTTP client by the deadline "
+                                      f"(unknown httpx transport)", kind="transport")
+            self._http = http
         return OpenAI(api_key=os.environ.get(KEY_ENV, ""), base_url=self.settings.endpoint,
-                      max_retries=0, timeout=timeout_s, http_client=DefaultHttpxClient(follow_redirects=False))
+                      max_retries=0, timeout=timeout_s, http_client=self._http)
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
 
     @staticmethod
     def _question(q: Any) -> dict[str, Any]:
@@ -102,6 +120,8 @@ class OpenAIProvider(BaseProvider):
     def judge(self, request: JudgeRequest, timeout_s: float) -> Reply:
         import time
 
+        import httpcore
+        import httpx
         import openai
 
         deadline = time.monotonic() + timeout_s
@@ -116,13 +136,22 @@ class OpenAIProvider(BaseProvider):
             if remaining <= 0:
                 raise ProviderTimeout(f"{self.name}: no time left for batch {start // BATCH + 1}")
             try:
-                resp = self._client(remaining).decisions.create(
-                    model=self.settings.model, input=state, questions=[self._question(q) for _, q in batch])
+                # every connect, read and write ends by the deadline; reads stop at the size cap
+                with within(deadline, self.settings.max_response_bytes):
+                    resp = self._client(remaining).decisions.create(
+                        model=self.settings.model, input=state, questions=[self._question(q) for _, q in batch])
             except openai.APIStatusError as exc:
                 raise self._failure(exc) from None
             except openai.APITimeoutError:
                 raise ProviderTimeout(f"{self.name}: no answer within {remaining:.2f} s") from None
-            except openai.APIConnectionError as exc:
+            # httpx's and httpcore's own: the SDK reads the body after send, where they pass unmapped
+            except (openai.APIConnectionError, httpx.TransportError, httpcore.NetworkError,
+                    httpcore.TimeoutException) as exc:
+                if cut_for_size():
+                    raise ProviderFailure(f"{self.name}: response larger than max_response_bytes "
+                                          f"({self.settings.max_response_bytes} bytes)", kind="server") from None
+                if isinstance(exc, (httpx.TimeoutException, httpcore.TimeoutException)):
+                    raise ProviderTimeout(f"{self.name}: body still arriving after {remaining:.2f} s") from None
                 raise ProviderFailure(f"{self.name}: transport failure ({type(exc).__name__})", kind="transport") from None
             except (ValueError, RecursionError, OverflowError) as exc:  # the SDK could not decode the body
                 raise MalformedAnswer(f"{self.name}: unreadable response body ({type(exc).__name__})") from None

@@ -27,12 +27,13 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import Field, field_validator
 
+from .. import bounded_json
 from ..addresses import is_loopback
 from ..config import CREDENTIAL_KEYS as SECRET_KEYS
 from ..errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
-from .base import BaseProvider, Health, Limits, Reply, Settings, endpoint_id, parse_settings
-from .deadline_http import clamp, is_clamped, within
+from .base import MAX_RESPONSE_BYTES, BaseProvider, Health, Limits, Reply, Settings, endpoint_id, parse_settings
+from .deadline_http import clamp, cut_for_size, is_clamped, within
 from .failures import classify, error_message
 
 __all__ = ["SystemOneProvider", "SystemOneSettings", "error_message", "is_loopback"]
@@ -45,6 +46,8 @@ class SystemOneSettings(Settings):
     allow_remote: bool = False
     max_options: int = Field(default=255, ge=2, le=256)
     expect_model: str | None = Field(default=None, description="reject answers reporting another model")
+    max_response_bytes: int = Field(default=MAX_RESPONSE_BYTES, ge=1024, le=1 << 30,
+                                    description="a longer response is a provider_error (it is never read whole)")
 
     @field_validator("endpoint")
     @classmethod
@@ -141,18 +144,24 @@ class SystemOneProvider(BaseProvider):
         deadline = time.monotonic() + timeout_s
         timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0))
         body, extra = self._encode(body)
+        cap = self.settings.max_response_bytes
         resp = None
         try:
-            with within(deadline), self._client.stream("POST", url or self.url, content=body,
+            with within(deadline, cap), self._client.stream("POST", url or self.url, content=body,
                                                        headers={**self._headers(), **extra}, timeout=timeout) as resp:
-                chunks = []
-                for chunk in resp.iter_bytes():
+                chunks, size = [], 0
+                for chunk in resp.iter_bytes():  # decoded: a compressed body is capped as it inflates
                     chunks.append(chunk)
+                    size += len(chunk)
+                    if size > cap:
+                        raise self._too_large()
                     if time.monotonic() > deadline:  # a slow-drip body: stop at the deadline
                         raise ProviderTimeout(f"{self.name}: body still arriving after {timeout_s:.2f} s")
                 return resp, b"".join(chunks)
         except (httpx.ConnectTimeout, httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError,
                 httpx.WriteError, httpx.PoolTimeout) as exc:
+            if cut_for_size():
+                raise self._too_large() from None
             raise ProviderFailure(f"{self.name}: transport failure ({type(exc).__name__})", kind="transport") from None
         except (httpx.ReadTimeout, httpx.WriteTimeout):
             if resp is not None:  # a slow-drip body, cut at the deadline
@@ -161,11 +170,15 @@ class SystemOneProvider(BaseProvider):
         except httpx.HTTPError as exc:  # anything else httpx raises (bad header, decoding, …)
             raise ProviderFailure(f"{self.name}: HTTP exchange failed ({type(exc).__name__})", kind="transport") from None
 
+    def _too_large(self) -> ProviderFailure:
+        return ProviderFailure(f"{self.name}: response larger than max_response_bytes "
+                               f"({self.settings.max_response_bytes} bytes)", kind="server")
+
     def _exchange(self, body: bytes, timeout_s: float, url: str | None = None) -> dict[str, Any]:
         """POST, then the JSON object of a 200, or the failure its status and body mean."""
         resp, raw = self._post(body, timeout_s, url)
         try:
-            data = json.loads(raw) if raw else None
+            data = bounded_json.loads(raw) if raw else None
         except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser
             data = None
         if resp.status_code != 200:
