@@ -66,6 +66,18 @@ class FaultServer:
             if self.behaviour == "hang":
                 self.stop.wait(30)
                 return
+            if self.behaviour == "drip":  # headers, then bytes one at a time, no pause, for up to 10 s
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10000000\r\n\r\n")
+                until = time.monotonic() + 10
+                while time.monotonic() < until and not self.stop.is_set():
+                    conn.sendall(b" ")
+                return
+            if self.behaviour == "huge":  # a body no result ever is: refused as it arrives
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (64 << 20))
+                chunk = b" " * 65536
+                for _ in range(1024):
+                    conn.sendall(chunk)
+                return
             if self.behaviour == "half":
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"status\"")
                 conn.close()
@@ -73,6 +85,8 @@ class FaultServer:
             code, body = bodies[self.behaviour]
             conn.sendall(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
                          b"Connection: close\r\n\r\n%s" % (code, len(body), body))
+        except OSError:  # the client gave up mid-reply (drip, huge): what those tests expect
+            pass
         finally:
             conn.close()
 
@@ -108,6 +122,7 @@ def test_find_needs_a_whole_port_file_a_live_pid_and_our_fingerprint(sleeper):
 @pytest.mark.parametrize("behaviour, expected", [
     ("reset", "ConnectionResetError"), ("not_json", "not JSON"), ("500", "HTTP 500"),
     ("list", "not a JSON object"), ("half", "incomplete reply"),
+    ("huge", "reply larger than 16777216 bytes"),
 ])
 def test_every_broken_answer_is_a_clear_daemon_unavailable(behaviour, expected, sleeper):
     server = FaultServer(behaviour)
@@ -116,6 +131,21 @@ def test_every_broken_answer_is_a_clear_daemon_unavailable(behaviour, expected, 
         with pytest.raises(client.DaemonUnavailable) as caught:
             client.find().post("/v1/decide", {"question": "q"}, timeout_s=2.0)
         assert expected in str(caught.value) and "/v1/decide" in str(caught.value)
+    finally:
+        server.close()
+
+
+def test_a_reply_still_arriving_at_the_deadline_is_cut_there(sleeper):
+    """Issue 27 L6: each recv had the time left, but a peer sending a byte at a time never let
+    one time out, so the client read for as long as bytes came (a guard hook ran 18 s against
+    a 1.5 s budget, and Claude Code kills it at 5 s: the guard failed open)."""
+    server = FaultServer("drip")
+    try:
+        write_record(server.port, pid=sleeper)
+        t0 = time.perf_counter()
+        with pytest.raises(client.DaemonUnavailable, match="timeout"):
+            client.find().post("/v1/decide", {"question": "q"}, timeout_s=1.0)
+        assert time.perf_counter() - t0 < 3.0  # the deadline, not the 10 s drip
     finally:
         server.close()
 

@@ -30,6 +30,7 @@ CONNECT_TIMEOUT_S = 0.5  # loopback: a live daemon accepts in microseconds; a de
 MARGIN_S = 0.5  # past the deadline: the core answers within deadline + 50 ms, plus the HTTP round trip
 READY_POLL_S = 0.05
 MIN_DEADLINE_S = 0.01  # model.py's smallest deadline_s
+MAX_REPLY_BYTES = 16 * 1024 * 1024  # a result is kilobytes; past this the reply is not the daemon's
 ROUTE = "daemon"  # the `provider` of the attempt that says which path answered
 
 # Defaults of config.py's GatewaySettings / ServeSettings, read here without pydantic;
@@ -161,9 +162,16 @@ def _exchange(host: str, port: int, request: bytes, timeout_s: float) -> tuple[i
         data, head = b"", None
         status, length, chunked = 0, None, False
         while True:
-            sock.settimeout(max(end - time.monotonic(), 0.001))  # the whole read, not each recv
+            # The whole read, not each recv: a peer sending a byte at a time still ends by `end`
+            # (a guard hook held 18 s against a 1.5 s budget, and Claude Code kills it at 5 s).
+            left = end - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("the reply was still arriving at the deadline")
+            sock.settimeout(left)
             chunk = sock.recv(65536)
             data += chunk
+            if len(data) > MAX_REPLY_BYTES:
+                raise TornReply(f"reply larger than {MAX_REPLY_BYTES} bytes")
             if head is None and b"\r\n\r\n" in data:
                 head, _, data = data.partition(b"\r\n\r\n")
                 status, headers = _head(head)
