@@ -371,6 +371,31 @@ def test_the_log_is_rotated_at_start(daemons):
     assert daemon_files.log_path().stat().st_size < 10_000
 
 
+def test_a_running_daemon_keeps_its_log_small(tmp_path):
+    """Issue 27 M3: daemon.log was rotated only at start; a flood while running (the accept
+    loop's errors wrote ≈ 20 MB in 25 s) grew it without bound. A process whose stdout and
+    stderr are daemon.log (as `_spawn` makes them) rotates it past LOG_MAX_BYTES and writes on."""
+    code = (
+        "import os, sys\n"
+        "from system1_gateway import daemon, daemon_files\n"
+        "daemon_files.daemon_dir().mkdir(parents=True, exist_ok=True)\n"
+        "fd = os.open(daemon_files.log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)\n"
+        "os.dup2(fd, 1); os.dup2(fd, 2)\n"
+        "assert daemon.keep_log_small() is False\n"
+        "sys.stderr.write('x' * (daemon.LOG_MAX_BYTES + 1)); sys.stderr.flush()\n"
+        "assert daemon.keep_log_small() is True\n"
+        "sys.stderr.write('after\\n'); sys.stderr.flush(); print('out', flush=True)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    log = daemon_files.log_path()
+    assert log.with_name("daemon.log.1").stat().st_size == daemon.LOG_MAX_BYTES + 1
+    assert log.read_text() == "after\nout\n"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    # stderr elsewhere (`daemon run` in a terminal): nothing to rotate
+    assert daemon.keep_log_small() is False
+
+
 def test_a_hung_daemon_is_reported_unresponsive_and_killed_by_stop(daemons):
     started = _start(daemons)
     os.kill(started["pid"], signal.SIGSTOP)  # holds the lock, answers nothing, ignores SIGTERM

@@ -583,3 +583,84 @@ def test_first_decision_over_http_in_a_fresh_home_is_not_an_error(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# -- what a connection may cost before it sent a request (issue 27 M3) ---------------------------
+def _bounded_gateway(**serve):
+    from system1_gateway.config import Config, GatewaySettings, ServeSettings
+
+    return Gateway(Config(gateway=GatewaySettings(provider="mock"), serve=ServeSettings(**serve)))
+
+
+def _closed_by_server(sock, within_s):
+    """True when the server closes `sock` (EOF or reset) within `within_s` seconds."""
+    import socket
+
+    sock.settimeout(within_s)
+    try:
+        return sock.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_a_request_that_never_finishes_arriving_is_cut_and_a_whole_one_is_not():
+    """Half-open connections and headers sent a byte at a time held descriptors for ever (even
+    with a key: authentication needs a request). A request must arrive within
+    request_read_timeout_s; once it has, the answer may take as long as it needs."""
+    import socket
+
+    with running(_bounded_gateway(request_read_timeout_s=1.0)) as (_, port):
+        silent = socket.create_connection(("127.0.0.1", port))
+        partial = socket.create_connection(("127.0.0.1", port))
+        partial.sendall(b"POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 40\r\n\r\n{" % port)
+        started = time.monotonic()
+        assert _closed_by_server(silent, 10) and _closed_by_server(partial, 10)
+        assert time.monotonic() - started < 5
+        kept = http.client.HTTPConnection("127.0.0.1", port, timeout=10)  # keep-alive: two requests
+        for _ in range(2):
+            kept.request("POST", "/v1/decide", body=json.dumps({"question": "Is it?"}),
+                         headers={"Content-Type": "application/json"})
+            response = kept.getresponse()
+            assert response.status == 200 and json.loads(response.read())["status"] == "decided"
+            time.sleep(1.2)  # longer than the read timeout, between requests: not a slow request
+        kept.close()
+        silent.close()
+        partial.close()
+
+
+def test_connections_past_the_cap_are_closed_at_once_and_the_server_recovers():
+    """Past max_connections a new connection is closed at once, so the process never runs
+    out of descriptors (then accept() failed in a loop and the log grew by MBs a second)."""
+    import socket
+
+    with running(_bounded_gateway(max_connections=8, request_read_timeout_s=30)) as (_, port):
+        fds_before = len(os.listdir("/proc/self/fd"))
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
+        time.sleep(0.3)  # the server has accepted them
+        flood = [socket.create_connection(("127.0.0.1", port)) for _ in range(40)]
+        assert all(_closed_by_server(sock, 5) for sock in flood)
+        for sock in flood:
+            sock.close()
+        # this process holds both ends: our 8 clients + the server's 8, nothing for the 40
+        assert len(os.listdir("/proc/self/fd")) - fds_before <= 8 * 2 + 4
+        for sock in held:
+            sock.close()
+        time.sleep(0.3)
+        status, _, body = call(port, "POST", "/v1/decide", {"question": "Is it?"})
+        assert status == 200 and body["status"] == "decided"
+
+
+def test_a_repeated_accept_error_is_logged_once_a_minute():
+    """asyncio logs each failed accept(); out of descriptors that was hundreds a second."""
+    import logging
+
+    from system1_gateway.http.connections import Quiet
+
+    quiet = Quiet()
+    record = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "socket.accept() out of system resource",
+                               None, None)
+    other = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "another problem", None, None)
+    assert [quiet.filter(record) for _ in range(500)].count(True) == 1
+    assert quiet.filter(other) is True

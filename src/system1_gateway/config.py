@@ -91,6 +91,9 @@ class ServeSettings(BaseModel):
     autostart: bool = True  # the CLI and the stdio MCP server start the daemon when it is not running
     idle_exit_min: float = Field(default=60, ge=0, le=100_000)  # 0: never exit when idle
     load_budget_s: float = Field(default=60, gt=0, le=3600)  # model load, before any deadline starts
+    # Bounds on what a connection may cost before it sent a whole request (http/connections.py).
+    max_connections: int = Field(default=256, ge=4, le=65536)  # also kept under half the descriptor limit
+    request_read_timeout_s: float = Field(default=10, gt=0, le=600)  # a request's head and body
 
 
 class StateSettings(BaseModel):

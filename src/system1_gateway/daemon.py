@@ -45,7 +45,8 @@ EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 WAIT_READY_S = 30.0  # `daemon start`: how long to wait for /healthz (FastAPI import + bind ≈ 1-2 s)
 STOP_TIMEOUT_S = 10.0  # graceful stop (in-flight requests finish) before SIGKILL
 RUN_LOCK_WAIT_S = 10.0  # `daemon run` started by hand or at login while another daemon holds the lock
-LOG_MAX_BYTES = 1 << 20  # daemon.log is rotated to daemon.log.1 past this size, at start
+LOG_MAX_BYTES = 1 << 20  # daemon.log is rotated to daemon.log.1 past this size (at start, and while it runs)
+LOG_CHECK_S = 5.0  # how often a running daemon looks at its log's size
 # The starter hands its locked lock file to the child through daemon_files.LOCK_FD_ENV (POSIX);
 # it is removed from the environment before anything computes a fingerprint.
 
@@ -295,6 +296,39 @@ def _rotate_log() -> None:
         pass
 
 
+def keep_log_small() -> bool:
+    """Rotate daemon.log while this process writes to it (its stdout and stderr are the file,
+    as `_spawn` made them): past LOG_MAX_BYTES the file becomes daemon.log.1 and both streams
+    move to a new daemon.log, so no flood (a connection storm, an engine failing in a loop) can
+    fill the disk. True when it rotated. Does nothing when stderr is not daemon.log (a user
+    running `daemon run` in a terminal)."""
+    path = log_path()
+    try:
+        ours, current = os.fstat(2), path.stat()
+        if (ours.st_dev, ours.st_ino) != (current.st_dev, current.st_ino) or ours.st_size <= LOG_MAX_BYTES:
+            return False
+        os.replace(path, path.with_name(path.name + ".1"))
+        fresh = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError:
+        return False
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(fresh, 1)
+        os.dup2(fresh, 2)
+    finally:
+        os.close(fresh)
+    return True
+
+
+def _log_watcher(stop: threading.Event) -> Callable[[], None]:
+    def loop() -> None:
+        while not stop.wait(LOG_CHECK_S):
+            keep_log_small()
+
+    return loop
+
+
 def _spawn(lock_fd: int) -> subprocess.Popen:
     """`daemon run` detached, with the caller's environment (hence its fingerprint)."""
     import subprocess  # here: ensure_running() with a daemon up never needs it
@@ -521,6 +555,7 @@ class _Watch:
     def __init__(self) -> None:
         self.reason = "server exited"
         self.started = threading.Event()
+        self.stopped = threading.Event()
 
 
 def _idle_watcher(serving: Any, idle_exit_min: float, watch: _Watch) -> Callable[[], None]:
@@ -576,7 +611,11 @@ def run(serving_for: Callable[[str, int], Any]) -> int:
         if idle_exit_min > 0:
             threading.Thread(target=_idle_watcher(serving, idle_exit_min, watch),
                              name="system1-idle-exit", daemon=True).start()
-        code = serving.run(on_started=on_started)
+        threading.Thread(target=_log_watcher(watch.stopped), name="system1-log-size", daemon=True).start()
+        try:
+            code = serving.run(on_started=on_started)
+        finally:
+            watch.stopped.set()
     except KeyboardInterrupt:
         code = EXIT_OK
     finally:

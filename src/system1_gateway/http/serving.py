@@ -21,6 +21,7 @@ from ..core import Gateway
 from ..errors import ConfigError
 from ..logs import LOGGER, configure
 from .app import create_app
+from .connections import protocol, quiet_accept_errors
 from .security import MIN_KEY_LENGTH, loopback_hosts
 
 log = logging.getLogger(LOGGER)
@@ -107,8 +108,10 @@ class Serving:
         app = create_app(gateway, api_key=os.environ.get(name) if name else None,
                          allowed_hosts=loopback_hosts(port) if is_loopback(self.host) else None)
         grace = self.settings.load_budget_s + gateway.config.gateway.deadline_s + 5  # the longest request
+        quiet_accept_errors()
+        http = protocol(connection_cap(self.settings.max_connections), self.settings.request_read_timeout_s)
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", server_header=False,
-                                timeout_graceful_shutdown=int(grace), ws="none")
+                                timeout_graceful_shutdown=int(grace), ws="none", http=http)
         server = _Uvicorn(config, lambda: on_started(self.host, port) if on_started else None, app)
         self._app, self._server = app, server
         server.should_exit = self._stop
@@ -139,6 +142,18 @@ def _config() -> Config:
         return load_config()
     except ConfigError:
         return Config()  # the gateway reports the broken config itself (health down, config_error)
+
+
+def connection_cap(configured: int) -> int:
+    """`max_connections`, kept under half this process's descriptor limit: the cap must bite
+    before accept() runs out of descriptors (the engines, logs and state need some too)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # no resource module (Windows)
+        return configured
+    return configured if soft == resource.RLIM_INFINITY else max(4, min(configured, soft // 2))
 
 
 def _bind(host: str, port: int) -> socket.socket:
