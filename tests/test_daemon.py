@@ -29,13 +29,24 @@ LINUX = sys.platform.startswith("linux") and Path("/proc/self/environ").exists()
 
 
 def _post(url: str, path: str, payload: dict, timeout: float = 30.0) -> dict:
+    """POST as this user's programs do: with the daemon's token from its port file."""
     host, port = url.removeprefix("http://").rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {_token()}"}
     try:
-        conn.request("POST", path, json.dumps(payload), {"Content-Type": "application/json"})
+        conn.request("POST", path, json.dumps(payload), headers)
         return json.loads(conn.getresponse().read())
     finally:
         conn.close()
+
+
+def _token() -> str | None:
+    return (daemon_files.read_port() or {}).get("token")
+
+
+def _healthz(url: str) -> dict | None:
+    """/healthz as the owner sees it (pid, version, … need the token)."""
+    return daemon.healthz(url, token=_token())
 
 
 def _wait(predicate, timeout: float = 15.0, step: float = 0.05) -> bool:
@@ -134,7 +145,7 @@ def test_port_file_is_private_and_describes_the_daemon(daemons):
     assert record["pid"] == started["pid"] and record["fingerprint"] == daemon_files.fingerprint()
     assert record["url"] == f"http://127.0.0.1:{record['port']}" and record["host"] == "127.0.0.1"
     assert daemon_files.pid_path().read_text().strip() == str(started["pid"])
-    health = daemon.healthz(record["url"])
+    health = _healthz(record["url"])
     assert health["pid"] == started["pid"]
 
 
@@ -173,7 +184,7 @@ def test_kill_9_then_start_replaces_the_stale_files(daemons):
     assert second["status"] == "started" and second["pid"] != first["pid"]
     assert set(second["stale_files_replaced"]) == {"daemon.port", "daemon.pid"}
     assert daemon_files.read_port()["pid"] == second["pid"]
-    assert daemon.healthz(second["url"])["pid"] == second["pid"]
+    assert _healthz(second["url"])["pid"] == second["pid"]
 
 
 def test_a_garbled_port_file_is_absent(daemons):
@@ -211,7 +222,7 @@ def test_idle_exit_is_a_clean_exit_that_removes_the_files(daemons):
     try:
         assert _wait(lambda: (daemon_files.read_port() or {}).get("pid") == proc.pid)
         record = daemon_files.read_port()
-        assert daemon.healthz(record["url"]) is not None  # probes do not count as use
+        assert _healthz(record["url"]) is not None  # probes do not count as use
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -254,7 +265,7 @@ def test_ensure_running_starts_detached_then_finds_it(daemons, monkeypatch):
     first = daemon.ensure_running()
     assert first["status"] == "starting" and time.monotonic() - t0 < 2.0  # no wait for readiness
     daemons(first.get("pid"))
-    assert _wait(lambda: daemon.healthz((daemon_files.read_port() or {"url": ""})["url"]) is not None, 30)
+    assert _wait(lambda: _healthz((daemon_files.read_port() or {"url": ""})["url"]) is not None, 30)
     again = daemon.ensure_running()
     assert again["status"] == "running" and again["pid"] == first["pid"]
 
@@ -433,4 +444,60 @@ def test_start_replaces_a_daemon_that_holds_the_lock_but_never_answers(daemons):
     daemons(result.get("pid"))
     assert result["status"] == "started" and result["pid"] != hung["pid"], result
     assert result["replaced"] == {"pid": hung["pid"], "reason": "it held daemon.lock but never answered /healthz"}
-    assert daemon.healthz(result["url"])["pid"] == result["pid"]
+    assert _healthz(result["url"])["pid"] == result["pid"]
+
+
+def _raw(port: int, method: str, path: str, body: bytes = b"", token: str | None = None) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    conn.request(method, path, body=body or None, headers=headers)
+    response = conn.getresponse()
+    raw = response.read()
+    conn.close()
+    try:
+        return response.status, json.loads(raw)
+    except ValueError:
+        return response.status, {"text": raw.decode("utf-8", "replace")}
+
+
+def test_only_this_user_can_use_the_daemon(daemons, monkeypatch, tmp_path_factory):
+    """Issue 27 M2: the daemon bound loopback with no key, so any local user could spend the
+    owner's engines and keys, read /v1/status and /metrics, and hold /mcp streams open. Every
+    request but /healthz now needs this user's token (0600, in the 0700 daemon folder, copied
+    into the 0600 port file); /healthz tells others only that it is alive."""
+    home = tmp_path_factory.mktemp("home")  # as a home folder is: others may traverse it
+    home.chmod(0o755)
+    monkeypatch.setenv("SYSTEM1_STATE_DIR", str(home / "state"))
+    started = _start(daemons)
+    record = daemon_files.read_port()
+    token = record["token"]
+    assert token == daemon_files.token_path().read_text().strip() and len(token) >= 32
+    assert stat.S_IMODE(daemon_files.token_path().stat().st_mode) == 0o600
+    assert stat.S_IMODE(daemon_files.daemon_dir().stat().st_mode) == 0o700
+    port, decide = record["port"], json.dumps({"question": "Is it?"}).encode()
+    for method, path, body in (("POST", "/v1/decide", decide), ("GET", "/v1/status", b""), ("GET", "/metrics", b""),
+                               ("POST", "/v1/systemone", b"{}"), ("POST", "/mcp", b"{}")):
+        status, answer = _raw(port, method, path, body)
+        assert status == 401 and answer["error"]["code"] == "unauthorized", (path, answer)
+        assert _raw(port, method, path, body, token="x" * 43)[0] == 401, path  # a guess is no better
+    assert _raw(port, "GET", "/healthz") == (200, {"status": "ok"})
+    assert _raw(port, "GET", "/healthz", token=token)[1]["pid"] == started["pid"]
+    status, answer = _raw(port, "POST", "/v1/decide", decide, token=token)
+    assert status == 200 and answer["status"] == "decided"
+    code, out, _ = run_cli("decide", "Is it?")  # this user's CLI finds the token by itself
+    assert code == 0 and out[0]["attempts"][0] == {**out[0]["attempts"][0], "provider": "daemon", "outcome": "ok"}
+
+    if os.geteuid() == 0:  # CI runs as root: act as another local user for real
+        other = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        for path in (daemon_files.port_path(), daemon_files.token_path()):
+            peek = subprocess.run([*other, "cat", str(path)], capture_output=True, text=True, timeout=30)
+            assert peek.returncode != 0 and "Permission denied" in peek.stderr and token not in peek.stdout
+        script = ('exec 3<>/dev/tcp/127.0.0.1/%d; printf "POST /v1/decide HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n'
+                  'Content-Type: application/json\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n%s" >&3; '
+                  'cat <&3' % (port, port, len(decide), decide.decode().replace('"', '\\"')))
+        reply = subprocess.run([*other, "bash", "-c", script], capture_output=True, text=True, timeout=30)
+        assert reply.stdout.startswith("HTTP/1.1 401"), reply
+
+    restarted = run_cli("daemon", "restart")[1][0]
+    daemons(restarted.get("pid"))
+    assert daemon_files.read_port()["token"] == token  # kept: a client configured with it keeps working

@@ -219,7 +219,9 @@ def is_result(answer: dict[str, Any]) -> bool:
 
 
 def _from_record(record: dict[str, Any], settings: Settings | None) -> Daemon:
-    key = os.environ.get(settings.api_key_env) if settings and settings.api_key_env else None
+    # The daemon's per-user token (its port file is this user's only); a daemon from before
+    # tokens has none, and a team server's [serve] api_key_env key is accepted as well.
+    key = record.get("token") or (os.environ.get(settings.api_key_env) if settings and settings.api_key_env else None)
     return Daemon(pid=record["pid"], host=record["host"], port=record["port"], url=record["url"],
                   started=float(record["started"]), fingerprint=record["fingerprint"], api_key=key or None)
 

@@ -35,8 +35,8 @@ from . import __version__
 from .addresses import http_url
 from .client import Daemon, DaemonUnavailable
 from .paths import private_dir
-from .daemon_files import (LOCK_FD_ENV, daemon_dir, fingerprint, lock_path, log_path, pid_alive, pid_path,
-                           port_path, read_port, write_private)
+from .daemon_files import (LOCK_FD_ENV, daemon_dir, daemon_token, fingerprint, lock_path, log_path, pid_alive,
+                           pid_path, port_path, read_port, write_private)
 
 if TYPE_CHECKING:
     import subprocess
@@ -131,9 +131,9 @@ def url_for(host: str, port: int) -> str:
     return http_url(connect_host(host), port)
 
 
-def healthz(url: str, timeout_s: float = 1.0) -> dict[str, Any] | None:
-    """The daemon's /healthz body ({"status": "ok"|"loading", "pid", …}), or None if it does
-    not answer (through the client's HTTP exchange: no http.client import on this path)."""
+def healthz(url: str, timeout_s: float = 1.0, token: str | None = None) -> dict[str, Any] | None:
+    """The daemon's /healthz body ({"status": "ok"|"loading", and with its token "pid", …}), or
+    None if it does not answer (the client's HTTP exchange: no http.client import here)."""
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port
@@ -142,7 +142,7 @@ def healthz(url: str, timeout_s: float = 1.0) -> dict[str, Any] | None:
     if not host or not port:
         return None
     try:
-        body = Daemon(0, host, port, url, 0.0, "").get("/healthz", timeout_s)
+        body = Daemon(0, host, port, url, 0.0, "", api_key=token).get("/healthz", timeout_s)
     except DaemonUnavailable:
         return None
     return body if isinstance(body.get("status"), str) else None
@@ -174,7 +174,7 @@ def _probe(timeout_s: float = 1.0) -> tuple[dict[str, Any] | None, dict[str, Any
     record = read_port()
     if record is None or not pid_alive(record["pid"]):
         return record, None
-    health = healthz(record["url"], timeout_s)
+    health = healthz(record["url"], timeout_s, record.get("token"))
     if health is not None and health.get("pid", record["pid"]) != record["pid"]:
         return record, None  # another process (another user's daemon?) now has that port
     return record, health
@@ -574,10 +574,10 @@ def _idle_watcher(serving: Any, idle_exit_min: float, watch: _Watch) -> Callable
     return loop
 
 
-def run(serving_for: Callable[[str, int], Any]) -> int:
+def run(serving_for: Callable[[str, int, str], Any]) -> int:
     """`system1 daemon run`: serve in the foreground as the daemon (what `start` launches).
-    `serving_for(host, port)` is the server (the CLI passes http.serving.Serving): the lifecycle
-    knows no server."""
+    `serving_for(host, port, token)` is the server, requiring `token` on every request but
+    /healthz (the CLI passes http.serving.Serving): the lifecycle knows no server."""
     fd = _adopt_inherited_lock()
     if fd is None:
         fd, outcome = _take_lock_for_run()
@@ -590,7 +590,8 @@ def run(serving_for: Callable[[str, int], Any]) -> int:
         if not port_free(host, port):
             _say(f"port {port} on {host} is taken by another program: using a free port (see {port_path().name})")
             port = 0
-        serving = serving_for(host, port)
+        token = daemon_token()
+        serving = serving_for(host, port, token)
 
         def on_signal(signum: int, _frame: Any) -> None:
             watch.reason = f"signal {signal.Signals(signum).name}"
@@ -604,7 +605,7 @@ def run(serving_for: Callable[[str, int], Any]) -> int:
             write_private(pid_path(), f"{os.getpid()}\n")
             write_private(port_path(), json.dumps({
                 "pid": os.getpid(), "host": bound_host, "port": bound_port, "url": url,
-                "fingerprint": fingerprint(), "version": __version__, "started": time.time()}))
+                "fingerprint": fingerprint(), "version": __version__, "started": time.time(), "token": token}))
             _say(f"serving {url} (idle exit: {f'{idle_exit_min:g} min' if idle_exit_min else 'never'})")
             watch.started.set()
 

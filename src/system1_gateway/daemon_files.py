@@ -6,8 +6,15 @@ alone would cost ≈ 140 ms.
 Files, under `<state>/daemon/` (created 0700; files 0600):
   daemon.lock  held (flock) by the one process that starts or runs the daemon
   daemon.pid   the serving process's pid, as text
-  daemon.port  JSON: {"pid", "host", "port", "url", "fingerprint", "version", "started"}
+  daemon.port  JSON: {"pid", "host", "port", "url", "fingerprint", "version", "started", "token"}
+  daemon.token the per-user secret every request to the daemon carries (`Authorization: Bearer`):
+               made once, kept across restarts (so an MCP client or SDK configured with it keeps
+               working); the port file carries a copy, so a client reads one file
   daemon.log   the daemon's stderr
+
+Only this user can read the token (a 0600 file in a 0700 folder), so only this user's
+programs can use the daemon; another local user's requests are refused (401) before anything
+runs.
 
 A client uses the daemon only when the port file's fingerprint equals its own: the same
 config file content and the same answer-changing SYSTEM1_* variables. A call with other
@@ -98,6 +105,30 @@ def _answer_bytes(path: Path) -> bytes:
     return b"\0toml\0" + json.dumps(rest, sort_keys=True, default=str).encode("utf-8")
 
 
+def token_path() -> Path:
+    return daemon_dir() / "daemon.token"
+
+
+TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def daemon_token() -> str:
+    """This user's daemon secret, made on first use (43 URL-safe characters, 256 bits) and
+    kept: the daemon calls this once at start, never a client (clients read the port file)."""
+    import secrets  # only the daemon makes a token (secrets imports hashlib: OpenSSL)
+
+    path = token_path()
+    try:
+        token = path.read_text(encoding="ascii").strip()
+        if len(token) >= 32 and set(token) <= TOKEN_CHARS:
+            return token
+    except (OSError, UnicodeDecodeError):
+        pass  # absent or damaged: a new one (clients get it from the new port file)
+    token = secrets.token_urlsafe(32)
+    write_private(path, token + "\n")
+    return token
+
+
 def read_port() -> dict[str, Any] | None:
     """The port file's record when it is whole and well-formed, else None (missing, half
     written by a crash, or edited by hand: the caller then treats the daemon as absent)."""
@@ -110,6 +141,8 @@ def read_port() -> dict[str, Any] | None:
     for key, kind in PORT_FIELDS.items():
         if not isinstance(record.get(key), kind) or isinstance(record.get(key), bool):
             return None
+    if "token" in record and not isinstance(record["token"], str):  # absent: a daemon from before tokens
+        return None
     return record
 
 

@@ -26,7 +26,7 @@ from ..errors import (
 from ..metrics import CONTENT_TYPE
 from ..model import DecideRequest, JudgeRequest
 from ..results import DecideResponse, HealthResult, JudgeResult, StatusResult
-from .security import HttpError
+from .security import AUTHENTICATED, HttpError
 
 REF = "#/components/schemas/{model}"
 
@@ -99,6 +99,8 @@ def add_routes(app: FastAPI) -> None:
              summary="Liveness and readiness (no auth)")
     async def healthz(request: Request) -> JSONResponse:
         ready = request.app.state.readiness
+        if not request.scope.get(AUTHENTICATED, True):  # anyone may ask whether it is alive; no more
+            return JSONResponse({"status": ready.status})
         return JSONResponse({"status": ready.status, "version": __version__, "pid": os.getpid(),
                              "uptime_s": round(time.monotonic() - ready.started, 3),
                              "load_s": None if ready.load_s is None else round(ready.load_s, 3),
@@ -113,12 +115,14 @@ def add_routes(app: FastAPI) -> None:
 
 
 class Healthz(BaseModel):
+    """Without the key (where one is asked) only `status`."""
+
     status: str
-    version: str
-    pid: int
-    uptime_s: float
-    load_s: float | None
-    max_options: int | None
+    version: str | None = None
+    pid: int | None = None
+    uptime_s: float | None = None
+    load_s: float | None = None
+    max_options: int | None = None
 
 
 async def _answer(request: Request, kind: str, provider: str | None, chain: str | None) -> JSONResponse:

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 MAX_BODY = 1024 * 1024  # 1 MiB: far above any real request, far below what would hurt
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 MIN_KEY_LENGTH = 16
+AUTHENTICATED = "system1.authenticated"  # scope key: the request carried a key (or none is asked)
 
 
 def loopback_hosts(port: int) -> set[str]:
@@ -41,9 +42,9 @@ def http_error(status: int, code: str, message: str, headers: dict[str, str] | N
 class Guard:
     """Host and Origin checks, the bearer key and the body limit, before any route runs."""
 
-    def __init__(self, app: Any, api_key: str | None, allowed_hosts: set[str] | None):
+    def __init__(self, app: Any, keys: tuple[str, ...], allowed_hosts: set[str] | None):
         self.app = app
-        self.api_key = api_key.encode("utf-8") if api_key else None
+        self.keys = tuple(key.encode("utf-8") for key in keys)  # any one of them authenticates
         self.allowed_hosts = allowed_hosts
         self.allowed_origins = {f"http://{h}" for h in allowed_hosts or ()}
 
@@ -54,6 +55,7 @@ class Guard:
         refusal = self._refusal(scope["path"], headers)
         if refusal is not None:
             return await refusal(scope, receive, send)
+        scope[AUTHENTICATED] = self._authenticated(headers)  # /healthz says more to its owner
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_BODY:
             return await _too_large()(scope, receive, send)
@@ -85,16 +87,26 @@ class Guard:
                                                                                f"https://{host}".lower()}:
             return http_error(403, "forbidden_origin", f"Origin {origin[:100]!r} is not allowed: this server "
                                "answers local clients, not web pages of other sites")
-        if self.api_key is None or path == "/healthz":
+        if path == "/healthz" or self._authenticated(headers):
             return None
-        scheme, _, given = headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode("utf-8", "replace"), self.api_key):
-            return None
+        given = headers.get("authorization", "").partition(" ")[2]
         problem = "missing" if not given else "wrong"
-        return http_error(401, "unauthorized", f"Authorization: {problem} bearer key (send "
-                           "'Authorization: Bearer <key>', the key from [serve] api_key_env)",
+        return http_error(401, "unauthorized", f"Authorization: {problem} bearer key (send 'Authorization: "
+                           "Bearer <key>': the key in [serve] api_key_env's variable, or for the per-user "
+                           "daemon the token in ~/.system1-gateway/daemon/daemon.token)",
                            {"WWW-Authenticate": 'Bearer realm="system1"'
                             + ('' if problem == "missing" else ', error="invalid_token"')})
+
+
+    def _authenticated(self, headers: dict[str, str]) -> bool:
+        """No key configured, or the request carries one of them."""
+        if not self.keys:
+            return True
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        presented = given.strip().encode("utf-8", "replace")
+        # compare_digest with every key, always: the time taken says nothing about which matched
+        matches = [hmac.compare_digest(presented, key) for key in self.keys]
+        return scheme.lower() == "bearer" and any(matches)
 
 
 def _too_large() -> Response:

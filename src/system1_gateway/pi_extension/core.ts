@@ -212,6 +212,7 @@ export interface Port {
 	host: string;
 	port: number;
 	fingerprint: string;
+	token: string | null; // the daemon's per-user secret, sent as the bearer key (null: a daemon from before tokens)
 }
 
 export function readPort(env: NodeJS.ProcessEnv = process.env): Port | null {
@@ -219,7 +220,13 @@ export function readPort(env: NodeJS.ProcessEnv = process.env): Port | null {
 		const rec = JSON.parse(readFileSync(join(stateDir(env), "daemon", "daemon.port"), "utf8"));
 		if (typeof rec.pid !== "number" || typeof rec.port !== "number" || typeof rec.host !== "string") return null;
 		process.kill(rec.pid, 0); // throws when the process is gone
-		return { pid: rec.pid, host: ["0.0.0.0", "::", ""].includes(rec.host) ? "127.0.0.1" : rec.host, port: rec.port, fingerprint: String(rec.fingerprint) };
+		return {
+			pid: rec.pid,
+			host: ["0.0.0.0", "::", ""].includes(rec.host) ? "127.0.0.1" : rec.host,
+			port: rec.port,
+			fingerprint: String(rec.fingerprint),
+			token: typeof rec.token === "string" ? rec.token : null,
+		};
 	} catch {
 		return null;
 	}
@@ -333,7 +340,7 @@ export async function judge(request: Judge, order: string[], opts: { timeoutMs: 
 		try {
 			const res = await fetch(`http://${port.host}:${port.port}/v1/judge?chain=${encodeURIComponent(chain)}`, {
 				method: "POST",
-				headers: { "content-type": "application/json" },
+				headers: { "content-type": "application/json", ...(port.token ? { authorization: `Bearer ${port.token}` } : {}) },
 				body: JSON.stringify(request),
 				signal: opts.signal ?? AbortSignal.timeout(opts.timeoutMs),
 			});
