@@ -54,8 +54,8 @@ def _last_newline(fh, size: int) -> int:
 
 def plan(path: Path, batch_size: int, skip_rows: int = 0) -> Iterator[Chunk]:
     """Chunks of `batch_size` rows from row `skip_rows` on, in order (one pass, flat memory)."""
-    index = row = 0
-    start = first_row = first_line = None
+    index = row = first_row = first_line = 0
+    start: int | None = None  # the byte offset of the chunk being gathered, None between chunks
     offset = 0
     with path.open("rb") as fh:
         for number, line in enumerate(fh, start=1):

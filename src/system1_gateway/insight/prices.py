@@ -64,8 +64,8 @@ class PriceTable:
                 best = key
         return self.models[best] if best else None
 
-    def tier_rates(self, tier: str) -> dict[str, float] | None:
-        return self.rates(self.tiers.get(tier))
+    def tier_rates(self, tier: str | None) -> dict[str, float] | None:
+        return self.rates(self.tiers.get(tier)) if tier is not None else None
 
     @staticmethod
     def cost(tokens: Tokens, rates: dict[str, float] | None) -> float | None:

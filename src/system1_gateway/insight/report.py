@@ -36,7 +36,8 @@ TIER_OF_HINT = "→ subagent model: "
 # What the plugin adds to every session's context: its skills' descriptions (measured on the
 # real request body, tests/test_claude_code.py: 128 WordPiece tokens, ≈ 100 Claude tokens).
 PLUGIN_CONTEXT_TOKENS = 128
-RANK = {tier: i for i, tier in enumerate(TIERS)}
+# Looked up with a spawn's, a hint's or a rule's tier (each `str | None`), after checking it is here.
+RANK: dict[str | None, int] = {tier: i for i, tier in enumerate(TIERS)}
 _PROMPT_NEEDLES = (b'"type":"user"', HINT_MARK.encode())
 
 
@@ -258,8 +259,9 @@ def summarize(facts: Facts, prices: PriceTable) -> dict[str, Any]:
     mix = {t: sum(1 for r in mix_source if r[0].tier == t) / len(mix_source) for t in TIERS} if mix_source else {}
 
     def at_mix(tokens: Tokens) -> float | None:
-        parts = [(share, prices.cost(tokens, prices.tier_rates(t))) for t, share in mix.items() if share]
-        if not parts or any(c is None for _, c in parts):
+        costs = [(share, prices.cost(tokens, prices.tier_rates(t))) for t, share in mix.items() if share]
+        parts = [(share, c) for share, c in costs if c is not None]
+        if not parts or len(parts) < len(costs):
             return None
         return sum(share * c for share, c in parts)
 

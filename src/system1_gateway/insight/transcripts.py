@@ -117,17 +117,17 @@ def iter_files(root: Path | str, since: float | None = None, project: str | None
         mains = {e.name[:-6]: e for e in entries if e.name.endswith(".jsonl") and e.is_file()}
         dirs = {e.name: e for e in entries if e.is_dir(follow_symlinks=False)}
         for session in sorted(set(mains) | _session_dirs(dirs)):
-            files = []
+            files: list[TranscriptFile | None] = []
             if session in mains:
                 files.append(_file(mains[session], slug.name, session, None))
             if session in dirs:
                 for entry in _jsonl_under(Path(dirs[session].path) / "subagents"):
                     stem = entry.name[:-6]
                     files.append(_file(entry, slug.name, session, stem[6:] if stem.startswith("agent-") else stem))
-            files = [f for f in files if f is not None]
-            if since is not None and not any(f.mtime >= since for f in files):
+            found = [f for f in files if f is not None]
+            if since is not None and not any(f.mtime >= since for f in found):
                 continue
-            yield from files
+            yield from found
 
 
 def _session_dirs(dirs: dict[str, os.DirEntry]) -> set[str]:
@@ -270,7 +270,7 @@ def iter_usage(tf: TranscriptFile, stats: Stats | None = None, seen: set[str] | 
         if not isinstance(usage, dict) or not isinstance(model, str) or model == SYNTHETIC_MODEL \
                 or not isinstance(key, str) or not key:
             continue
-        cache = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
+        cache = c if isinstance(c := usage.get("cache_creation"), dict) else {}
         latest[key] = Usage(key, model, _str(record.get("sessionId")) or tf.session_id, tf.agent_id,
                             _str(record.get("timestamp")), _int(usage.get("input_tokens")),
                             _int(usage.get("output_tokens")), _int(usage.get("cache_read_input_tokens")),
@@ -400,7 +400,8 @@ def _notification_text(record: dict[str, Any]) -> str:
     """The notification a record delivers: a user turn's text, a `queued_command`
     attachment's prompt or a queue operation's content, when it *starts* with the tag (a
     tool result or a prompt that merely quotes one is not a notification)."""
-    kind, texts = record.get("type"), []
+    kind = record.get("type")
+    texts: list[object] = []
     if kind == "user":
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
@@ -460,7 +461,7 @@ def iter_spawn_events(tf: TranscriptFile, stats: Stats | None = None) -> Iterato
     subagent file. Lines that cannot hold any of these are skipped before parsing."""
     stats = stats if stats is not None else Stats()
     spawned: set[str] = set()
-    model_pending = tf.agent_id is not None
+    pending_agent = tf.agent_id  # a subagent file whose model is not yet known
     for n, line, tail in iter_lines(tf.path, stats):
         if tail is not None:
             yield from _salvage(line, tail, spawned)
@@ -472,17 +473,17 @@ def iter_spawn_events(tf: TranscriptFile, stats: Stats | None = None) -> Iterato
                 yield note
             continue
         if b'"type":"assistant"' in line:
-            if any(needle in line for needle in SPAWN_NEEDLES) or model_pending:
+            if any(needle in line for needle in SPAWN_NEEDLES) or pending_agent is not None:
                 record = parse_line(line, tf.path, n, stats)
                 if record is None:
                     continue
-                if model_pending:
+                if pending_agent is not None:
                     message = record.get("message")
                     model = message.get("model") if isinstance(message, dict) else None
                     if record.get("type") == "assistant" and isinstance(model, str) and model \
                             and model != SYNTHETIC_MODEL:
-                        model_pending = False
-                        yield AgentModel(tf.agent_id, model)
+                        agent_id, pending_agent = pending_agent, None
+                        yield AgentModel(agent_id, model)
                 for call in _calls(record, tf, n):
                     spawned.add(call.tool_use_id)
                     yield call

@@ -208,7 +208,8 @@ def _python_shell(code: str, found: Found) -> None:
                 isinstance(e, ast.Constant) and isinstance(e.value, str) for e in first.elts):
             import shlex
 
-            found.shell.append(" ".join(shlex.quote(e.value) for e in first.elts))  # type: ignore[union-attr]
+            # every element is a str Constant (checked just above): mypy cannot carry all()'s narrowing
+            found.shell.append(" ".join(shlex.quote(e.value) for e in first.elts))  # type: ignore[attr-defined]
         else:
             found.dynamic_shell = True
 

@@ -94,8 +94,11 @@ class Policy:
             # subcommands come after the tool's global options (`git -C repo push`, `kubectl -n x delete`)
             values = self.globals.get(base, frozenset())
             i = 0
-            while i < len(args) and isinstance(args[i], str) and args[i].startswith("-") and args[i] != "--":
-                i += 2 if args[i] in values else 1
+            while i < len(args):
+                w = args[i]
+                if w is None or not w.startswith("-") or w == "--":
+                    break
+                i += 2 if w in values else 1
             rest = args[i:]
             plain = [w for w in rest if w is not None and not w.startswith("-")]
             if rule.sub and not self._sub(rule, rest, plain):
@@ -170,8 +173,8 @@ def policy() -> Policy:
 def decide(part: Part) -> Verdict:
     """What the rules say of one (non-opaque) part."""
     if part.findings:
-        rule, why = part.findings[0]
-        return Verdict(True, rule, why)
+        rule_id, why = part.findings[0]
+        return Verdict(True, rule_id, why)
     for target in part.writes:
         if target is not None and SENSITIVE_TARGET.match(target):
             return Verdict(True, "redirect-system-file", f"overwrites {target}")

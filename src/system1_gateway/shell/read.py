@@ -101,13 +101,14 @@ class Part:
     def stdout(self) -> str | None:
         """What it writes on stdout when that is fixed text (`echo …`, `printf …`, `cat <<EOF`)."""
         name = (self.name or "").rsplit("/", 1)[-1]
-        if any(w is None for w in self.words):
+        words = [w for w in self.words if w is not None]
+        if len(words) < len(self.words):
             return None
         if name == "echo":
-            return " ".join(w for w in self.words[1:] if not re.fullmatch(r"-[neE]+", w or "")) + "\n"
-        if name == "printf" and len(self.words) >= 2:
-            return " ".join(self.words[1:])  # type: ignore[arg-type]
-        if name == "cat" and len(self.words) == 1 and self.stdin is not None:
+            return " ".join(w for w in words[1:] if not re.fullmatch(r"-[neE]+", w)) + "\n"
+        if name == "printf" and len(words) >= 2:
+            return " ".join(words[1:])
+        if name == "cat" and len(words) == 1 and self.stdin is not None:
             return self.stdin
         return None
 
@@ -240,9 +241,9 @@ class _Reader:
         redirects = node.children_by_field_name("redirect")
         if body is None:  # a bare `> file` truncates it
             writes, _ = self.redirections(redirects, level)
-            part = Part(words=[], texts=[], redirects=self.shown(redirects), via=self.via, writes=writes)
-            self.add(part)
-            return part
+            bare = Part(words=[], texts=[], redirects=self.shown(redirects), via=self.via, writes=writes)
+            self.add(bare)
+            return bare
         if body.type == "command":
             part = self.command(body, level + 1, redirects, stdin, producer)
         else:
@@ -369,11 +370,12 @@ class _Reader:
             return "".join(pieces) if node.named_children else self.text(node)[1:-1]
         if kind == "concatenation":
             values = [self.literal(child, level) for child in node.named_children]
-            if any(v is None for v in values):
+            literals = [v for v in values if v is not None]
+            if len(literals) < len(values):
                 return None
             # the grammar splits words such as `{}` in two; text between children is literal
             return _unescape(self.text(node)) if not any(c.type in ("string", "raw_string", "ansi_c_string")
-                                                         for c in node.named_children) else "".join(values)
+                                                         for c in node.named_children) else "".join(literals)
         self.substitutions(node, level)
         return None
 

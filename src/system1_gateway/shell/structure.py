@@ -162,10 +162,11 @@ def combine(plan: Plan, threshold: float) -> dict[str, Any]:
     deciding = max(known, key=lambda j: (j.p, j.verdict is not None), default=None)
     if certain:
         deciding = certain[0]
-    p = deciding.p if deciding is not None else 0.5
+    p = deciding.p if deciding is not None and deciding.p is not None else 0.5  # `known` parts all have a p
     reasons = [j.unsure for j in unsure if j.unsure] + plan.unsure
     shown = deciding if deciding is not None and (certain or not reasons) else (unsure[0] if unsure else deciding)
     count = len(plan.parts)
+    abstain_reason: str | None
     if reasons and not certain:
         reason = "opaque" if any(r.startswith("opaque") for r in reasons) else (
             "engine" if any(r.startswith("the engine") for r in reasons) else "bounds")
@@ -178,13 +179,14 @@ def combine(plan: Plan, threshold: float) -> dict[str, Any]:
         abstained = confidence < threshold
         abstain_reason = "below_threshold" if abstained else None
         why = _why(deciding)
+    described = shown or deciding
     rationale = (f"part {shown.index} of {count}: {shorten(shown.text, MAX_SHOWN)}: {why}" if shown is not None
                  else f"no part could be read: {why}")
     return {
         "type": "noul", "p_true": round(p, 6), "probabilities": {"true": round(p, 6), "false": round(1 - p, 6)},
         "confidence": round(confidence, 6), "engine_confidence": None, "abstained": abstained,
         "abstain_reason": abstain_reason, "calibrated": bool(deciding and deciding.calibrated and not certain),
-        "calibration": None, "model": (shown or deciding).model if (shown or deciding) is not None else None,
+        "calibration": None, "model": described.model if described is not None else None,
         "rationale": rationale[:2000],
         "part": None if shown is None else {
             "index": shown.index, "of": count, "text": shorten(shown.text, MAX_SHOWN),

@@ -153,8 +153,10 @@ def unwrap(name: str, words: list[str | None]) -> Plan:
         return Plan()
     if spec.script_option:
         for i, w in enumerate(words[1:], 1):
-            if w == spec.script_option or (w or "").startswith(spec.script_option + "="):
-                value = w.split("=", 1)[1] if "=" in (w or "") else (words[i + 1] if i + 1 < len(words) else "")
+            if w is None:
+                continue
+            if w == spec.script_option or w.startswith(spec.script_option + "="):
+                value = w.split("=", 1)[1] if "=" in w else (words[i + 1] if i + 1 < len(words) else "")
                 return Plan(script_dynamic=True) if value is None else Plan(script=value)
     at = _skip_options(words, 1, spec)
     if at is None:
