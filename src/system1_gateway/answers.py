@@ -70,7 +70,7 @@ def _canonical(question: Any, raw: Any, where: str) -> dict[str, Any]:
         labels = question.labels
         probs = _distribution(raw.get("probabilities"), labels, where)
         choice = raw.get("choice")
-        if choice not in labels:
+        if not isinstance(choice, str) or choice not in labels:
             raise MalformedAnswer(f"{where}.choice: {choice!r} is not one of the labels")
         if probs[choice] < max(probs.values()) - 1e-9:
             raise MalformedAnswer(f"{where}.choice: {choice!r} is not the most probable label")

@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -37,7 +37,7 @@ from .paths import state_file
 
 log = logging.getLogger(LOGGER)
 
-FORMAT = 1
+FORMAT: Final = 1
 MIN_LABELS = 50  # below this a temperature is noise; calibrate refuses to fit
 FIRM_LABELS = 200  # below this a fit is marked provisional
 SHIPPED_PATH = Path(__file__).with_name("calibration.json")

@@ -51,7 +51,7 @@ from .providers.base import BaseProvider, Limits, Reply
 from .state import Cooling, StateStore, cooldown_for, key_for, target_keys
 
 log = logging.getLogger(LOGGER)
-NO_USAGE = {"input_tokens": None, "output_tokens": None}
+NO_USAGE: dict[str, int | None] = {"input_tokens": None, "output_tokens": None}
 RUNG_WORKERS = 8  # concurrent attempts per rung that runs on a worker thread
 
 

@@ -222,7 +222,7 @@ def _table(model: type[BaseModel], table: str, raw: Any, env: dict[str, str], te
     merged = dict(raw)
     from_env: set[str] = set()
     for key, var in env.items() if environ is not None else ():
-        if environ.get(var, "") != "":
+        if environ is not None and environ.get(var, "") != "":
             merged[key] = environ[var]
             from_env.add(key)
     try:

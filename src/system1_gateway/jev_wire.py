@@ -160,7 +160,10 @@ def _zstd_reader() -> Callable[[bytes, int], bytes] | None:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        return lambda data, limit, m=module: m.ZstdFile(io.BytesIO(data)).read(limit)
+
+        def read_stdlib(data: bytes, limit: int, m: Any = module) -> bytes:
+            return m.ZstdFile(io.BytesIO(data)).read(limit)
+        return read_stdlib
     return None
 
 

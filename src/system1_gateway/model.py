@@ -9,7 +9,7 @@ test suite validates every result the gateway produces against them.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Union
 
 from pydantic import (
     BaseModel,
@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION: Final = "1"
 NOUL_ALIASES = ("noul", "bool", "boolean", "yesno", "predicate")
 MAX_CHOICE_LABELS = 256
 MAX_SCORE_LEVELS = 10
@@ -52,6 +52,7 @@ def _problem(value: Any, limit: int) -> str | None:
             except UnicodeEncodeError as exc:
                 return f"text contains a lone surrogate (U+{ord(item[exc.start]):04X})"
             continue
+        children: list[Any] | tuple[Any, ...]
         if isinstance(item, dict):
             children = [*item.keys(), *item.values()]
         elif isinstance(item, (list, tuple)):
@@ -83,6 +84,10 @@ BUILTIN_FIELD = Field(default=None, max_length=200, description=(
 
 class _QuestionBase(_Strict):
     builtin: str | None = BUILTIN_FIELD
+    if TYPE_CHECKING:  # every question has these fields, each of its own type (declared here they would be fields)
+        type: str
+        instructions: Text | None
+        criteria: Any
 
     def wording_hash(self) -> str:
         """The identity of this question's wording (builtins.question_hash)."""
@@ -98,7 +103,10 @@ def _plain(value: Any) -> Any:
 class NoulQuestion(_QuestionBase):
     """Yes/no question; answer is p_true."""
 
-    type: Literal["noul", "bool", "boolean", "yesno", "predicate"]
+    if TYPE_CHECKING:  # a validated question's type: its aliases are accepted as input only (_canonical_type)
+        type: Literal["noul"]
+    else:
+        type: Literal["noul", "bool", "boolean", "yesno", "predicate"]
     instructions: Text | None = None
     criteria: dict[Literal["true", "false"], Text | None] | None = Field(
         default=None, description="Optional descriptions of the true and false outcomes."
@@ -268,9 +276,10 @@ class DecideRequest(_Strict):
         A built-in is its own (noul) question about `question`, the text judged; the decide
         response reads its p_true as yes/no."""
         if self.builtin is not None:
-            return JudgeRequest(request_id=request_id, state=self.question,
-                                questions={DECIDE_QID: {"builtin": self.builtin}},
-                                min_confidence=self.min_confidence)
+            # the built-in's wording is filled in by validation (_expand_builtins)
+            return JudgeRequest.model_validate({"request_id": request_id, "state": self.question,
+                                                "questions": {DECIDE_QID: {"builtin": self.builtin}},
+                                                "min_confidence": self.min_confidence})
         question = ChoiceQuestion(
             type="choice", instructions=self.question, criteria=self.options or ["yes", "no"]
         )

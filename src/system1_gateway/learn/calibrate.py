@@ -47,7 +47,7 @@ def _from_labels_file(path: Path) -> tuple[list[tuple[Any, dict[str, Any], str, 
         groups, rejected = read_labels(path)
     except LabelError as exc:
         raise Refused(str(exc)) from None
-    rows = []
+    rows: list[tuple[Any, dict[str, Any], str, str]] = []
     for g in groups.values():
         labels = _labels(g.question)
         question = g.question.model_dump(mode="json", exclude_none=True)
@@ -127,7 +127,7 @@ class _progress:
         self.bar.__enter__()
         return lambda: self.bar.advance(self.task)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.bar.__exit__(*exc)
 
 
@@ -345,7 +345,8 @@ def _run(args: argparse.Namespace, console: Any) -> int:
             console.print(f"{len(proposed)} proposals read from {args.proposals}")
             if args.confirmed:  # the user confirmed them elsewhere (in Claude Code, in the chat)
                 for item in proposed:
-                    store.give(item, item.proposed, "confirmed-in-chat")
+                    if item.proposed is not None:  # always: _load_proposals set each one's
+                        store.give(item, item.proposed, "confirmed-in-chat")
                 args.no_label = True
         elif args.propose_with:
             _propose_with(args.propose_with, [i for i in items if store.label_of(i.key) is None], console)

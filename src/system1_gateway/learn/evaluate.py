@@ -190,7 +190,7 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
                                 _tier({n: answers[n][0] >= 0.5 for n in ROUTING_FEATURES})))
             if len(entry["labels"]) == len(ROUTING_FEATURES):
                 rule_labels.append((entry["outcome"], entry["tier"], _tier(entry["labels"])))
-    features = {}
+    features: dict[str, dict[str, Any]] = {}
     for name, rows in per.items():
         if not rows:
             features[name] = {"n": 0}

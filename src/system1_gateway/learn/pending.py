@@ -55,9 +55,9 @@ def _short_hash(text: str) -> str:
 
 def _feature_items(entry: dict[str, Any], origin: str, text: str, ident: str,
                    names: tuple[str, ...]) -> Iterator[Item]:
-    features = entry.get("features") if isinstance(entry.get("features"), dict) else {}
+    features = f if isinstance(f := entry.get("features"), dict) else {}
     for name in names:
-        logged = features.get(name) if isinstance(features.get(name), dict) else {}
+        logged = g if isinstance(g := features.get(name), dict) else {}
         answer = logged.get("answer")
         conf = logged.get("confidence")
         yield Item(key=f"{ident}:{name}", origin=origin, text=text, question={"builtin": name}, name=name,

@@ -95,18 +95,17 @@ def zero_shot(groups: list[Group], progress: Any = None) -> dict[str, np.ndarray
     with Gateway(Config(gateway=GatewaySettings(timeout_s=300, deadline_s=600)), providers={"embedded": provider}, record=False) as gw:
         for g in groups:
             question = g.question.model_dump(mode="json", exclude_none=True)
-            rows = []
+            rows: list[list[float]] = []
             for state in g.states:
                 result = gw.judge({"state": state, "questions": {"q": question}, "min_confidence": 0})
                 provider.wait_prepared(600)
                 if result["status"] != "answered":
-                    rows = None
                     break
                 probs = result["answers"]["q"]["probabilities"]
                 rows.append([probs[label] for label in labels_of(g.question)])
                 if progress:
                     progress()
-            if rows is not None:
+            else:  # every state answered
                 out[g.key] = np.array(rows)
     return out
 
@@ -183,11 +182,11 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
                 "instructions": g.question.instructions, "cascade": cascade,
                 "training": {"n": int(len(y)), "classes": np.bincount(y, minlength=len(labels)).tolist(),
                              "data_sha256": fit.data_hash([(t, labels[i]) for t, i in zip(g.texts, y)]),
-                             "source": path.name, "adapted_from": base[1].name if kind == "adapted" else None},
+                             "source": path.name, "adapted_from": base_head.name if kind == "adapted" else None},
                 "metrics": {"cv_k": k, "head": entry["head_cv"], "adapted": entry.get("adapted_cv"),
                             "current": entry.get("current"), "zero_shot": entry.get("zero_shot")}}
         if kind == "adapted":
-            head = fit.fit_adapted_head(Xb, y, base[1], meta)
+            head = fit.fit_adapted_head(Xb, y, base_head, meta)
         else:
             head = fit.fit_head(X, y, labels, meta, k=k, grid=fit.TEACH_GRID)
         entry["temperature"] = head.temperature

@@ -35,6 +35,7 @@ class JevSettings(SystemOneSettings):
 class JevProvider(SystemOneProvider):
     kind: ClassVar[str] = "jev"
     key_env: ClassVar[str | None] = KEY_ENV
+    settings: JevSettings  # what _parse gives
 
     def __init__(self, name: str, settings: dict[str, Any]):
         super().__init__(name, settings)

@@ -40,7 +40,7 @@ ENGLISH_ONLY = {"english"}
 
 class LayaSettings(SystemOneSettings):
     endpoint: str = "http://127.0.0.1:8000"
-    model: Literal["english", "multilingual", "typed-decisions"] = "typed-decisions"  # type: ignore[assignment]
+    model: Literal["english", "multilingual", "typed-decisions"] = "typed-decisions"
     max_options: int = Field(default=MAX_OPTIONS, ge=2, le=MAX_OPTIONS)
 
 
@@ -134,7 +134,7 @@ class LayaProvider(SystemOneProvider):
         for qid, q in request.questions.items():
             if qid in answers_in:
                 answers[qid] = self._answer(q, answers_in[qid], abstain)
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        usage = u if isinstance(u := body.get("usage"), dict) else {}
         # laya's output_tokens is always 0 by design: unknown, not zero.
         inp = usage.get("input_tokens")
         return Reply(answers=answers, model=model, usage={

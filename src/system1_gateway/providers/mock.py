@@ -106,13 +106,14 @@ def _break(answers: dict[str, dict[str, Any]], how: str) -> None:
         answer["type"] = "score" if answer["type"] != "score" else "choice"
     elif how == "p_true_range" or (probs is None and how != "confidence_range"):
         answer["p_true"] = 1.7
-    elif how == "sum":
+    # below, probs is never None (the branch above took that case): said again for the type checker
+    elif how == "sum" and probs is not None:
         for k in probs:
             probs[k] *= 1.5
-    elif how == "negative":
+    elif how == "negative" and probs is not None:
         k = next(iter(probs))
         probs[k] = -0.2
-    elif how == "not_argmax":
+    elif how == "not_argmax" and probs is not None:
         answer["choice"] = min(probs, key=probs.__getitem__)
     elif how == "unknown_label":
         answer["choice"] = "no-such-label"

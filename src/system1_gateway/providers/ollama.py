@@ -92,7 +92,7 @@ class OllamaProvider(SystemOneProvider):
         return [{"role": "system", "content": f"Answer with exactly one of: {listing}. No other words."},
                 {"role": "user", "content": "\n".join(lines)}]
 
-    def _ask(self, question: Any, state_text: str, deadline: float) -> tuple[dict[str, float], dict[str, int]]:
+    def _ask(self, question: Any, state_text: str, deadline: float) -> tuple[dict[str, float], dict[str, object]]:
         say, labels = self.options(question)
         body = {"model": self.settings.model, "stream": False, "think": False, "logprobs": True,
                 "top_logprobs": TOP, "options": {"temperature": 0, "num_predict": 4},
@@ -101,7 +101,7 @@ class OllamaProvider(SystemOneProvider):
         data = self._exchange(json.dumps(body).encode(), remaining, self.chat_url)
         if isinstance(data.get("error"), str):  # a failure reported with status 200
             raise ProviderFailure(f"{self.name}: {data['error']}", kind="server")  # scrubbed, then bounded
-        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        message = m if isinstance(m := data.get("message"), dict) else {}
         if message.get("thinking"):
             raise ProviderFailure(f"{self.name}: {self.settings.model} is a thinking model; its reasoning tokens "
                                   f"would be scored instead of the answer. Use a non-thinking model.", kind="model")

@@ -195,7 +195,7 @@ class SystemOneProvider(BaseProvider):
         return classify(self.name, resp.status_code, message, resp.headers, secrets=self.secrets())
 
     def _reply(self, request: JudgeRequest, body: dict[str, Any]) -> Reply:
-        model = body.get("model") if isinstance(body.get("model"), str) else self.settings.model
+        model = m if isinstance(m := body.get("model"), str) else self.settings.model
         expect = self.settings.expect_model
         if expect and model != expect:
             raise MalformedAnswer(f"{self.name}: answered by model {model!r}, expected {expect!r}")
@@ -204,7 +204,7 @@ class SystemOneProvider(BaseProvider):
             raise MalformedAnswer(f"{self.name}: 'answers' missing or not an object")
         answers = {qid: _answer(request.questions[qid], answers_in[qid])
                    for qid in request.questions if qid in answers_in}
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        usage = u if isinstance(u := body.get("usage"), dict) else {}
         return Reply(answers=answers, model=model, usage={
             k: usage[k] if isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool) else None
             for k in ("input_tokens", "output_tokens")})

@@ -368,7 +368,7 @@ class EmbeddedProvider(BaseProvider):
 
         def job() -> None:
             engine.prepare(ask.prefix)
-            if ref_key is not None and self.prior is not None:
+            if ref_key is not None and texts is not None and self.prior is not None:
                 self.prior.reference(ref_key, n, texts, lambda text: engine.option_probs(
                     ask.prefix, prompts.suffix(text), ask.options, PREPARE_TIMEOUT_S, urgent=False))
         self._prepare_later(ask.prefix.signature() + (ref_key or ""), job)
@@ -439,7 +439,7 @@ class EmbeddedProvider(BaseProvider):
         routes = [self._route(q) for q in questions]
         fast = [None if r == "llm" else self._ask_fast(q, state_text) for q, r in zip(questions, routes)]
         want = [i for i, (r, f) in enumerate(zip(routes, fast))
-                if r == "llm" or (r == "blend" and f.max() < self.settings.fast_accept)]
+                if r == "llm" or (r == "blend" and f is not None and f.max() < self.settings.fast_accept)]
         llm = self._llm_asks([questions[i] for i in want], state_text, deadline,
                              [fast[i] is not None or spare[i] for i in want], timeout_s) if want else []
         out: list[Any] = [("fast", f) for f in fast]

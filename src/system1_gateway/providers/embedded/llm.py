@@ -399,8 +399,9 @@ class LlmEngine:
             raise ValueError(f"{len(items)} items; 1..{MAX_BRANCHES} allowed")
         deadline = time.monotonic() + timeout_s
         encoded = [(self.encode(p), self.encode(s)) for p, s, _ in items]
-        firsts = [self._first_tokens(tuple(opts)) for _, _, opts in items]
-        if any(f is None for f in firsts) or not all(st for _, st in encoded):
+        found = [self._first_tokens(tuple(opts)) for _, _, opts in items]
+        firsts = [f for f in found if f is not None]
+        if len(firsts) < len(found) or not all(st for _, st in encoded):
             raise ValueError("every item needs a suffix and options with distinct first tokens")
         for ptoks, stoks in encoded:
             if len(ptoks) + len(stoks) + 32 > self.n_ctx:

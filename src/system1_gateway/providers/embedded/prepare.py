@@ -31,6 +31,7 @@ class Preparer:
         self._thread: threading.Thread | None = None
         self._busy = False
         self._closed = False
+        self._current: str | None = None  # the key of the job running
 
     def submit(self, key: str, job: Callable[[], None]) -> None:
         """Queues `job` once per key (a key already queued or running is not added again)."""

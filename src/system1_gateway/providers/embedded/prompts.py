@@ -49,7 +49,7 @@ class Prompt(tuple):
     def __new__(cls, *segments: str) -> Prompt:
         return super().__new__(cls, (s for s in segments if s))
 
-    def __add__(self, other: tuple) -> Prompt:  # type: ignore[override]
+    def __add__(self, other: tuple) -> Prompt:
         return Prompt(*self, *other)
 
     @property
