@@ -257,7 +257,7 @@ def _open_input(path: str) -> BinaryIO:
     return sys.stdin.buffer if path == "-" else open(path, "rb")
 
 
-def _decode(data: bytes, where: str) -> tuple[str | None, dict[str, Any] | None]:
+def _decode(data: bytes, where: str) -> tuple[str, None] | tuple[None, dict[str, Any]]:
     """(text, None), or (None, the invalid_request naming the byte at fault)."""
     try:
         return data.decode("utf-8-sig"), None
@@ -284,7 +284,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
             _emit(_invalid(f"{where}: cannot read: {exc.strerror or exc}"), args.pretty)
             return EXIT_INVALID
         text, problem = _decode(data, where)
-        if problem is None:
+        if text is not None:
             try:
                 payload = bounded_json.loads(text)
             except (ValueError, RecursionError) as exc:
@@ -305,10 +305,12 @@ def _judge_lines(answerer: _Answerer, stream: BinaryIO, where: str, args: argpar
     for number, raw in enumerate(stream, start=1):
         if not raw.strip():
             continue
-        line, result = _decode(raw, f"{where} line {number}")
-        if line is not None:
+        decoded = _decode(raw, f"{where} line {number}")
+        if decoded[1] is not None:
+            result = decoded[1]
+        else:
             try:
-                payload = bounded_json.loads(line)
+                payload = bounded_json.loads(decoded[0])
             except (ValueError, RecursionError) as exc:
                 result = _invalid(f"{where} line {number}: invalid JSON: {exc}")
             else:

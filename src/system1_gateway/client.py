@@ -75,9 +75,9 @@ def peek() -> Settings:
         readable = True
     except config_file.Unreadable:
         data, readable = {}, False
-    gateway = data.get("gateway") if isinstance(data.get("gateway"), dict) else {}
-    serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
-    tables = data.get("providers") if isinstance(data.get("providers"), dict) else {}
+    gateway = g if isinstance(g := data.get("gateway"), dict) else {}
+    serve = s if isinstance(s := data.get("serve"), dict) else {}
+    tables = t if isinstance(t := data.get("providers"), dict) else {}
     kinds = {name: str(t.get("kind", name)) for name, t in tables.items() if isinstance(t, dict)}
     env = os.environ
     deadline = env.get("SYSTEM1_DEADLINE_S") or gateway.get("deadline_s", DEFAULT_DEADLINE_S)
@@ -155,7 +155,9 @@ def _exchange(host: str, port: int, request: bytes, timeout_s: float) -> tuple[i
     # The host as bytes: getaddrinfo encodes a str host with the idna codec, whose first use
     # imports stringprep and unicodedata (≈ 2 ms per hook process).
     address = host.encode("ascii") if host.isascii() else host
-    with socket.create_connection((address, port), timeout=min(CONNECT_TIMEOUT_S, max(timeout_s, 0.01))) as sock:
+    connect_s = min(CONNECT_TIMEOUT_S, max(timeout_s, 0.01))
+    # typeshed's create_connection wants a str host; getaddrinfo, which it calls, takes bytes too
+    with socket.create_connection((address, port), timeout=connect_s) as sock:  # type: ignore[arg-type]
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(max(end - time.monotonic(), 0.001))
         sock.sendall(request)

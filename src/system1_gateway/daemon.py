@@ -182,7 +182,7 @@ def _probe(timeout_s: float = 1.0) -> tuple[dict[str, Any] | None, dict[str, Any
 
 def _describe(record: dict[str, Any], health: dict[str, Any] | None) -> dict[str, Any]:
     return {"pid": record["pid"], "url": record["url"], "health": health.get("status") if health else None,
-            "ready": bool(health) and health.get("status") == "ok",
+            "ready": health is not None and health.get("status") == "ok",
             "fingerprint_matches": record["fingerprint"] == fingerprint(), "version": record["version"],
             "uptime_s": round(max(0.0, time.time() - record["started"]), 1)}
 

@@ -44,8 +44,8 @@ NOT_SETTINGS = frozenset({
     "SYSTEM1_STATE_DIR", "SYSTEM1_TOOLS_DIR", "SYSTEM1_REQUIRE_CLIENTS", "SYSTEM1_LOG_FILE",
     "SYSTEM1_LOG_LEVEL", "SYSTEM1_DAEMON_LOCK_FD", "SYSTEM1_INSTALL_DIR", "SYSTEM1_PYTHON",
 })
-PORT_FIELDS = {"pid": int, "host": str, "port": int, "url": str, "fingerprint": str, "version": str,
-               "started": (int, float)}
+PORT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "pid": int, "host": str, "port": int, "url": str, "fingerprint": str, "version": str, "started": (int, float)}
 
 
 def daemon_dir() -> Path:

@@ -272,7 +272,7 @@ def build_server(gateway: Gateway | None = None, delegate: bool = True) -> Serve
 
 def _unreadable_reply(exc: Exception) -> SessionMessage:
     """JSON-RPC's answer to a line that is not JSON (-32700) or not a message (-32600)."""
-    errors = getattr(exc, "errors", lambda: [])()
+    errors: list[Any] = getattr(exc, "errors", lambda: [])()
     not_json = any(e.get("type") == "json_invalid" for e in errors)
     code, what = (types.PARSE_ERROR, "Parse error: not JSON") if not_json else (
         types.INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")

@@ -119,7 +119,7 @@ def judge(run: Run, state: str, questions: dict[str, Any], budget_s: float) -> d
     run.say(f"judge {', '.join(questions)}: {(time.perf_counter() - t0) * 1000:.1f} ms, "
             f"{result.get('status')} by {result.get('provider')} ({result.get('model')})")
     if result.get("status") != "answered" or not isinstance(result.get("answers"), dict):
-        error = result.get("error") if isinstance(result.get("error"), dict) else {}
+        error = e if isinstance(e := result.get("error"), dict) else {}
         raise NoAnswer(f"engine error {error.get('code')}: {error.get('message')}")
     return result
 

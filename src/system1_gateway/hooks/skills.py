@@ -54,7 +54,7 @@ def frontmatter(text: str) -> dict[str, str]:
 
 
 def _skill_dir_entries(root: str, prefix: str = "") -> list[dict[str, str]]:
-    found = []
+    found: list[dict[str, str]] = []
     try:
         names = sorted(os.listdir(root))
     except OSError:

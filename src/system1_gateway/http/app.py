@@ -131,8 +131,11 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, token: str | Non
 
     hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
     metrics = Metrics(gateway)
-    gateway = Observed(gateway, metrics)  # every face below records what it answers
-    server = mcp_server if mcp_server is not None else build_server(McpFace(gateway), delegate=False)
+    # every face below records what it answers. Observed and McpFace stand for the gateway (they forward
+    # what they do not wrap with __getattr__), which their callers' `Gateway` annotations cannot say.
+    gateway = Observed(gateway, metrics)  # type: ignore[assignment]
+    server = mcp_server if mcp_server is not None else \
+        build_server(McpFace(gateway), delegate=False)  # type: ignore[arg-type]
     sessions = StreamableHTTPSessionManager(app=server, security_settings=transport_security(hosts),
                                             max_request_body_size=MAX_BODY)
     readiness = Readiness()
@@ -155,8 +158,9 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, token: str | Non
     add_routes(app)
     app.include_router(jev_router, responses=guard_responses())
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions), include_in_schema=False))
-    app.add_exception_handler(StarletteHTTPException, _http_exception)
-    app.add_exception_handler(RequestValidationError, _validation_exception)
+    # Starlette types a handler as taking any Exception; each of these is registered for its own class only
+    app.add_exception_handler(StarletteHTTPException, _http_exception)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_exception)  # type: ignore[arg-type]
     app.add_middleware(Guard, keys=tuple(k for k in (api_key, token) if k), allowed_hosts=hosts)
     app.add_middleware(Front, state=app.state)
     _generated_openapi(app)
@@ -191,14 +195,15 @@ def _generated_openapi(app: FastAPI) -> None:
     base = app.openapi
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = base()
-            components = schema.setdefault("components", {}).setdefault("schemas", {})
-            for model in (JudgeRequest, DecideRequest):
-                definition = model.model_json_schema(ref_template=REF)
-                components.update(definition.pop("$defs", {}))
-                components[model.__name__] = definition
-        return app.openapi_schema
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = base()  # FastAPI's: builds and keeps app.openapi_schema, and returns it
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for model in (JudgeRequest, DecideRequest):
+            definition = model.model_json_schema(ref_template=REF)
+            components.update(definition.pop("$defs", {}))
+            components[model.__name__] = definition
+        return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
 

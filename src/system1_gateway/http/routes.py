@@ -44,8 +44,9 @@ ERROR_STATUS = {
 UNREADABLE_BODY = 400  # not JSON at all; a JSON value that is not a valid request is 422
 
 
-def _responses(result_model: type[BaseModel]) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {200: {"model": result_model, "description": "answered (abstentions included)"}}
+def _responses(result_model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
+    out: dict[int | str, dict[str, Any]] = {
+        200: {"model": result_model, "description": "answered (abstentions included)"}}
     for status, what in ((400, "body is not JSON"), (422, "invalid_request (or a bad ?provider= / ?chain=)"),
                          (500, "internal_error"), (502, "provider_error, malformed_response"),
                          (503, "all_cooling (Retry-After), config_error"),
@@ -54,7 +55,7 @@ def _responses(result_model: type[BaseModel]) -> dict[int, dict[str, Any]]:
     return {**out, **guard_responses()}
 
 
-def guard_responses() -> dict[int, dict[str, Any]]:
+def guard_responses() -> dict[int | str, dict[str, Any]]:
     return {status: {"model": HttpError, "description": what} for status, what in (
         (401, "bearer key missing or wrong"), (403, "Origin of another site"),
         (413, "body over 1 MiB"), (421, "Host header not this server's"))}
