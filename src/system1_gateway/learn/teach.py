@@ -295,7 +295,7 @@ def export(target: Path) -> list[str]:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LabelError(f"--export: cannot create {str(target)[:200]!r} ({exc.strerror or exc})") from None
-    copied = []
+    copied: list[str] = []
     folder = heads_dir()
     for path in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
         try:

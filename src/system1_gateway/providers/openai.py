@@ -68,7 +68,9 @@ class OpenAIProvider(BaseProvider):
         if self._http is None:
             # Redirects are never followed (a 3xx means the endpoint is wrong: failures.py).
             http = DefaultHttpxClient(follow_redirects=False)
-            if not clamp(http):  # httpx internals this module cannot wrap: never run unbounded
+            # the SDK's client is an httpx2.Client (openai 3.x), not the httpx.Client clamp is annotated
+            # with: clamp reads the same private attributes of both, and says False when it cannot
+            if not clamp(http):  # type: ignore[arg-type]  # httpx internals it cannot wrap: never run unbounded
                 http.close()
                 raise ProviderFailure(f"{self.name}: cannot bound the HTTP client by the deadline "
                                       f"(unknown httpx transport)", kind="transport")
