@@ -562,3 +562,16 @@ def test_the_default_root_follows_claude_config_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("CLAUDE_CONFIG_DIR")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert tr.default_root() == tmp_path / ".claude" / "projects"
+
+
+def test_an_agent_entry_with_a_non_string_tool_use_id_is_kept_as_it_is(tmp_path):
+    """A hand-edited routing log line whose tool_use_id is a list or an object (unhashable) is
+    left alone, as any other line without a proposal, instead of failing the whole --apply."""
+    log = tmp_path / "routing.jsonl"
+    make_log(log)
+    odd = [b'{"source":"agent","tool_use_id":["toolu_mock00010"]}\n', b'{"source":"agent","tool_use_id":{"a":1}}\n']
+    log.write_bytes(log.read_bytes().rstrip(b"\n") + b"\n" + b"".join(odd))
+    proposals = {p.tool_use_id: p for p in outcomes.propose(outcomes.collect(FIXTURES))}
+    result = outcomes.apply_to_log(log, proposals)
+    assert result.matched == 4
+    assert log.read_bytes().splitlines(keepends=True)[-2:] == odd

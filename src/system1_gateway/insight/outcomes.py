@@ -255,7 +255,8 @@ def _revised(line: bytes, proposals: dict[str, Proposal], counts: LogResult) -> 
         return None
     if not isinstance(entry, dict) or entry.get("source") != "agent":
         return None
-    proposal = proposals.get(entry.get("tool_use_id"))  # type: ignore[arg-type]
+    tool_use_id = entry.get("tool_use_id")  # a list or an object here (a hand edit) is not hashable
+    proposal = proposals.get(tool_use_id) if isinstance(tool_use_id, str) else None
     if proposal is None:
         return None
     counts.matched += 1
