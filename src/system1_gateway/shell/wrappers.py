@@ -130,9 +130,10 @@ def unwrap(name: str, words: list[str | None]) -> Plan:
         args = words[1:]
         if not args:
             return Plan()
-        if any(a is None for a in args):
+        known = [a for a in args if a is not None]
+        if len(known) < len(args):
             return Plan()  # read.py decides: the output of a known command, or opaque
-        return Plan(script=" ".join(args))  # type: ignore[arg-type]
+        return Plan(script=" ".join(known))
     if name == "env":
         return _env(words)
     if name == "command" and any(w in ("-v", "-V") for w in words[1:2]):
@@ -143,8 +144,8 @@ def unwrap(name: str, words: list[str | None]) -> Plan:
     if name == "docker-compose" and len(words) > 1:
         spec = COMPOSE_RUNNERS.get(words[1] or "")
         return _runner(words, 2, spec) if spec else Plan()
-    if len(words) > 1 and (name, words[1]) in SUBCOMMAND_RUNNERS:
-        return _runner(words, 2, SUBCOMMAND_RUNNERS[(name, words[1])])  # type: ignore[index]
+    if len(words) > 1 and words[1] is not None and (name, words[1]) in SUBCOMMAND_RUNNERS:
+        return _runner(words, 2, SUBCOMMAND_RUNNERS[(name, words[1])])
     if name in ("docker", "podman", "kubectl", "oc", "uv", "poetry", "pipenv", "bundle", "conda", "pnpm", "yarn",
                 "direnv"):
         return Plan()  # their other subcommands are judged as themselves
@@ -166,9 +167,10 @@ def unwrap(name: str, words: list[str | None]) -> Plan:
         end = words.index(spec.separator, at)
     rest = words[at:end]
     if spec.joins_rest and not (name == "watch" and any(w in ("-x", "--exec") for w in words[1:at])):
-        if any(w is None for w in rest):
+        known = [w for w in rest if w is not None]
+        if len(known) < len(rest):
             return Plan(script_dynamic=True)
-        return Plan(script=" ".join(rest))  # type: ignore[arg-type]
+        return Plan(script=" ".join(known))
     return Plan(inner_at=at, inner_end=end) if rest else Plan()
 
 
