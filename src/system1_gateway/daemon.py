@@ -642,7 +642,7 @@ def _ok(result: dict[str, Any]) -> int:
     return EXIT_FAILED if result.get("error") or result.get("status") == "failed" else EXIT_OK
 
 
-def command(args: Any, serving_for: Callable[[str, int], Any] | None = None) -> int:
+def command(args: Any, serving_for: Callable[[str, int, str], Any] | None = None) -> int:
     """`system1 daemon <action> [--apply] [--pretty]`: one JSON object on stdout; exit 0 ok,
     1 failed, 2 invalid."""
     action, pretty, apply = getattr(args, "action", None), bool(getattr(args, "pretty", False)), \
