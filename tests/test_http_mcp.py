@@ -305,3 +305,21 @@ def test_the_servers_own_mcp_never_delegates_to_a_daemon(monkeypatch):
     assert result["status"] == "decided" and not any(a["provider"] == "daemon" for a in result["attempts"])
     assert tools.delegation.report("status")["order"] == ["mock"]
     tools.delegation.warm()
+
+
+def test_mcp_sessions_are_capped(mock_gateway, monkeypatch):
+    """Issue 27 L12: sessions were unbounded (the SDK's 10 000, each kept 30 min, ≈ 42 KB):
+    past the cap a new session is refused with 503 and the open ones keep working."""
+    from system1_gateway.http import app as http_app
+
+    monkeypatch.setattr(http_app, "MCP_MAX_SESSIONS", 3)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    with running(mock_gateway()) as (_, port):
+        opened = [call(port, "POST", "/mcp", init, headers=accept) for _ in range(4)]
+        assert [status for status, _, _ in opened] == [200, 200, 200, 503], opened
+        session = opened[0][1]["mcp-session-id"]
+        status, _, _ = call(port, "POST", "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            headers={**accept, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"})
+        assert status == 202

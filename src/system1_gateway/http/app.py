@@ -31,6 +31,10 @@ from .security import MAX_BODY, Guard, http_error
 
 log = logging.getLogger(LOGGER)
 
+# MCP-over-HTTP sessions: the SDK's defaults (10 000 sessions, each kept 30 min) let one caller
+# hold ≈ 420 MB; a session past the cap is a 503, and an idle one is closed after 10 min.
+MCP_MAX_SESSIONS = 128
+MCP_SESSION_IDLE_S = 600.0
 UNTRACKED = ("/healthz", "/metrics")  # probes and scrapes do not keep the daemon from idling
 
 
@@ -137,7 +141,8 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, token: str | Non
     server = mcp_server if mcp_server is not None else \
         build_server(McpFace(gateway), delegate=False)  # type: ignore[arg-type]
     sessions = StreamableHTTPSessionManager(app=server, security_settings=transport_security(hosts),
-                                            max_request_body_size=MAX_BODY)
+                                            max_request_body_size=MAX_BODY, max_sessions=MCP_MAX_SESSIONS,
+                                            session_idle_timeout=MCP_SESSION_IDLE_S)
     readiness = Readiness()
 
     @contextlib.asynccontextmanager
