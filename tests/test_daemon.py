@@ -501,3 +501,26 @@ def test_only_this_user_can_use_the_daemon(daemons, monkeypatch, tmp_path_factor
     restarted = run_cli("daemon", "restart")[1][0]
     daemons(restarted.get("pid"))
     assert daemon_files.read_port()["token"] == token  # kept: a client configured with it keeps working
+
+
+def test_autostart_backs_off_after_a_failed_start_and_says_why(daemons, monkeypatch):
+    """Issue 27 L3: with autostart on and a daemon that cannot start, every call spawned a
+    doomed daemon (and waited for it), and the answer did not say why. After a failed start
+    autostart waits (30 s, then longer), and the answer's first attempt says why."""
+    monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "1")
+    monkeypatch.setenv("SYSTEM1_SERVE_HOST", "0.0.0.0")  # no key: `daemon run` refuses to bind (exit 2)
+    code, out, _ = run_cli("decide", "Is it?")
+    assert code == 0 and out[0]["status"] == "decided"  # answered in-process meanwhile
+    assert _wait(lambda: daemon.last_failure() is not None, 30)
+    assert "exit code 2" in daemon.last_failure()["reason"]
+    code, out, _ = run_cli("decide", "Is it?")
+    first = out[0]["attempts"][0]
+    assert code == 0 and out[0]["status"] == "decided"
+    assert (first["provider"], first["outcome"]) == ("daemon", "skipped"), first
+    assert "1 start(s) in a row failed" in first["detail"] and "answered in-process" in first["detail"], first
+    time.sleep(1)
+    spawned = daemon_files.log_path().read_text().count("refusing to bind")
+    assert spawned == 1  # the second call started nothing
+    monkeypatch.setenv("SYSTEM1_SERVE_HOST", "127.0.0.1")
+    started = _start(daemons)  # an explicit start always tries, and a start that works ends the backoff
+    assert started["status"] == "started" and daemon.last_failure() is None and daemon.backoff() is None

@@ -197,3 +197,27 @@ def test_health_probe_and_closed_port(engine):
     t0 = time.perf_counter()
     down = SystemOneProvider("x", {"endpoint": f"http://127.0.0.1:{closed_port()}", "model": "m"}).health(1.0)
     assert not down.ok and "unreachable" in down.detail and time.perf_counter() - t0 < 1.0
+
+
+def test_name_resolution_ends_by_the_deadline(write_config, engine, monkeypatch):
+    """Issue 27 L2: a host name was resolved inside socket.create_connection, unbounded (a 2 s
+    deadline took 10 s behind a slow resolver). Resolution now ends by the attempt's deadline,
+    and a name that resolves is connected to as before."""
+    import socket
+
+    real = socket.getaddrinfo
+
+    def slow_for_one_name(host, *args, **kwargs):
+        if host == "slow-dns.test":
+            time.sleep(6)  # a resolver that takes its time (the thread ends by itself)
+        return real("127.0.0.1" if host in ("slow-dns.test", "fast-dns.test") else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_for_one_name)
+    gateway = gateway_for(write_config, f"http://slow-dns.test:{engine.port}", "allow_remote = true\n")
+    result, elapsed = run(gateway)
+    first = result["attempts"][0]
+    assert first["outcome"] == "error" and "ConnectTimeout" in first["detail"], first
+    assert result["provider"] == "mock" and elapsed <= DEADLINE_S + 0.1, elapsed
+    resolved = gateway_for(write_config, f"http://fast-dns.test:{engine.port}", "allow_remote = true\n")
+    result, _ = run(resolved)
+    assert result["provider"] == "fault", result["attempts"]

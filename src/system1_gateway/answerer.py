@@ -102,13 +102,14 @@ def ask(path: str, payload: Any, *, provider: str | None = None, started: float 
     settings = client.peek()
     deadline_s = _deadline(payload, settings)
     daemon, same = client.locate(settings)
+    why = None
     if daemon is None and (settings.autostart if autostart is None else autostart):
-        daemon, same = start_daemon(settings)
+        daemon, same, why = start_daemon(settings)
         # Waiting for the new daemon's models is load time (the load budget), never the
         # request's deadline, as in the core.
         started = time.monotonic()
     if daemon is None:
-        return Routed()
+        return Routed(note=note("skipped", None, f"{why}; answered in-process") if why else None)
     if not same:
         return Routed(note=note("skipped", daemon, "runs other settings (an environment override or another "
                                                    "config file); answered in-process"))
@@ -159,20 +160,29 @@ def _within(gateway: Any, kind: str, payload: Any, provider: str | None, remaini
     return run(payload, provider=provider, deadline_s=remaining_s)
 
 
-def start_daemon(settings: client.Settings) -> tuple[client.Daemon | None, bool]:
-    """Start the daemon detached. With a model to load (an `embedded` first rung) wait for it:
-    loading a second copy in-process takes as long, on the same cores, and doubles the
-    memory (measured in docs/warm-engine.md); with HTTP or mock rungs answer in-process now
-    and leave the daemon to come up for the next call."""
+def start_daemon(settings: client.Settings) -> tuple[client.Daemon | None, bool, str | None]:
+    """Start the daemon detached: (daemon, same settings, why there is none). With a model to
+    load (an `embedded` first rung) wait for it: loading a second copy in-process takes as
+    long, on the same cores, and doubles the memory (measured in docs/warm-engine.md); with
+    HTTP or mock rungs answer in-process now and leave the daemon to come up for the next
+    call. `why` says so when recent starts failed, or this one did."""
     try:
         from . import daemon as lifecycle  # stdlib + daemon_files only (its contract)
 
-        if lifecycle.ensure_running() is None:  # autostart off, other settings, or it failed
-            return None, False
+        started = lifecycle.ensure_running()
+        if started is None:  # autostart off, other settings, or it failed
+            return None, False, None
+        if started.get("status") == "backoff":
+            return None, False, str(started.get("detail"))
         if settings.first_kind != "embedded":
-            return None, False
-        return client.wait_ready(settings.load_budget_s, settings, alive=lifecycle.lock_held)
+            return None, False, None
+        begun = time.time()
+        daemon, same = client.wait_ready(settings.load_budget_s, settings, alive=lifecycle.lock_held)
+        failed = lifecycle.last_failure() if daemon is None else None
+        if failed is not None and failed["time"] >= begun - 1:  # the one just spawned never served
+            return None, False, f"did not start ({failed['reason']})"
+        return daemon, same, None
     except Exception:  # noqa: BLE001 - autostart is a convenience: never what fails a request
-        return None, False
+        return None, False, None
 
 

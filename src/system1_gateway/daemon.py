@@ -47,6 +47,10 @@ STOP_TIMEOUT_S = 10.0  # graceful stop (in-flight requests finish) before SIGKIL
 RUN_LOCK_WAIT_S = 10.0  # `daemon run` started by hand or at login while another daemon holds the lock
 LOG_MAX_BYTES = 1 << 20  # daemon.log is rotated to daemon.log.1 past this size (at start, and while it runs)
 LOG_CHECK_S = 5.0  # how often a running daemon looks at its log's size
+# Autostart waits this long after the 1st, 2nd, … failed start in a row before spawning again: a
+# daemon that cannot start (a bad config, a taken port) used to be spawned, and waited for, on
+# every call. `system1 daemon start` always tries.
+START_BACKOFF_S = (30.0, 60.0, 120.0, 300.0, 600.0)
 # The starter hands its locked lock file to the child through daemon_files.LOCK_FD_ENV (POSIX);
 # it is removed from the environment before anything computes a fingerprint.
 
@@ -466,11 +470,52 @@ def autostart_enabled(environ: dict[str, str] | None = None) -> bool:
     return config_tables.autostart(data, os.environ if environ is None else environ)
 
 
+def failure_path() -> Path:
+    return daemon_dir() / "start-failed.json"
+
+
+def last_failure() -> dict[str, Any] | None:
+    """The record of the failed starts in a row ({"time", "failures", "reason"}), or None."""
+    from . import bounded_json
+
+    try:
+        record = bounded_json.file_loads(failure_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(record, dict) and isinstance(record.get("time"), (int, float)) and \
+        isinstance(record.get("failures"), int) and isinstance(record.get("reason"), str)
+    return record if ok else None
+
+
+def _record_failure(reason: str) -> None:
+    previous = last_failure()
+    record = {"time": time.time(), "failures": (previous["failures"] if previous else 0) + 1, "reason": reason[:300]}
+    try:
+        write_private(failure_path(), json.dumps(record))
+    except OSError:
+        pass
+
+
+def backoff() -> str | None:
+    """Why autostart must not spawn a daemon now (recent failed starts), or None."""
+    record = last_failure()
+    if record is None:
+        return None
+    failures = max(1, record["failures"])
+    left = record["time"] + START_BACKOFF_S[min(failures, len(START_BACKOFF_S)) - 1] - time.time()
+    if left <= 0:
+        return None
+    when = time.strftime("%H:%M:%S", time.localtime(record["time"]))
+    return (f"not started: {failures} start(s) in a row failed, the last at {when} ({record['reason']}); "
+            f"autostart tries again in {left:.0f} s, `system1 daemon start` now")
+
+
 def ensure_running() -> dict[str, Any] | None:
     """Autostart for the CLI and the stdio MCP server: the running daemon's record when one
     with our settings answers, else start one detached (no wait) and return {"status":
-    "starting", …}; None when autostart is off, a daemon with other settings owns the state
-    dir, or anything fails. Never raises."""
+    "starting", …}; {"status": "backoff", "detail": why} while recent starts failed; None when
+    autostart is off, a daemon with other settings owns the state dir, or anything fails.
+    Never raises."""
     try:
         if not autostart_enabled():
             return None
@@ -481,6 +526,9 @@ def ensure_running() -> dict[str, Any] | None:
             return {"status": "running", **record, "health": health.get("status")}
         if lock_held():
             return {"status": "starting"}
+        why = backoff()
+        if why is not None:
+            return {"status": "backoff", "detail": why}
         result = start(wait_ready_s=0, replace_other=False)
         return result if result.get("status") in ("starting", "running") else None
     except Exception:  # noqa: BLE001 - autostart is best effort; the caller runs in-process
@@ -585,6 +633,7 @@ def run(serving_for: Callable[[str, int, str], Any]) -> int:
             _emit(outcome or {}, pretty=False)
             return EXIT_OK if outcome and outcome.get("status") == "running" else EXIT_FAILED
     watch = _Watch()
+    code = EXIT_FAILED  # until the server says otherwise (an exception before it ran, too)
     try:
         host, port, idle_exit_min = _serve_settings()
         if not port_free(host, port):
@@ -607,6 +656,7 @@ def run(serving_for: Callable[[str, int, str], Any]) -> int:
                 "pid": os.getpid(), "host": bound_host, "port": bound_port, "url": url,
                 "fingerprint": fingerprint(), "version": __version__, "started": time.time(), "token": token}))
             _say(f"serving {url} (idle exit: {f'{idle_exit_min:g} min' if idle_exit_min else 'never'})")
+            _unlink(failure_path())  # a start that worked ends the backoff
             watch.started.set()
 
         if idle_exit_min > 0:
@@ -620,6 +670,9 @@ def run(serving_for: Callable[[str, int, str], Any]) -> int:
     except KeyboardInterrupt:
         code = EXIT_OK
     finally:
+        if not watch.started.is_set():  # never served: autostart backs off (daemon.backoff)
+            tail = [line for line in _log_tail(3) if "system1" in line][-1:]
+            _record_failure(f"exit code {code}" + (f": {tail[0][-200:]}" if tail else "") + f"; see {log_path()}")
         _remove_files(only_pid=os.getpid())
         _release(fd)
     _say(f"stopped ({watch.reason}), exit code {code}")

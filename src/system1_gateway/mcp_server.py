@@ -100,7 +100,7 @@ class Delegation:
         settings = client.peek()
         daemon, _ = client.locate(settings)
         if daemon is None and settings.autostart:
-            daemon, _ = answerer.start_daemon(settings)
+            daemon, _, _ = answerer.start_daemon(settings)
         if daemon is None:
             self.gateway.warm()
 

@@ -64,6 +64,8 @@ def engine_line(run: Run) -> str | None:
         from .. import daemon as lifecycle  # stdlib + daemon_files only
 
         started = lifecycle.ensure_running()
+        if started is not None and started.get("status") == "backoff":
+            return f"{PREFIX}the engine is not running: {started.get('detail')} (or /system1:doctor)."
         if started is not None:
             run.say(f"daemon {started.get('status')} in the background")
             return None

@@ -17,21 +17,30 @@ bounded by its own deadline.
 as they come off the wire): past it the read fails and `cut_for_size()` says why, so a rung
 can answer with a clear error instead of holding a 200 MB body in memory.
 
-Not bounded: DNS resolution of a host name (inside `socket.create_connection`); loopback
-and IP endpoints have none.
+A host name is resolved here too, on a small pool of resolver threads, so resolution ends by
+the deadline as well (inside `socket.create_connection` a slow resolver held a 2 s attempt for
+10 s); each resolved address is then tried in turn within what is left. TLS still verifies the
+origin's host name (httpcore passes it to `start_tls` separately).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Iterator
 
 import httpcore
 import httpx
 
 _local = threading.local()
+_resolver: ThreadPoolExecutor | None = None  # made on first use; getaddrinfo cannot be cancelled
+_resolver_lock = threading.Lock()
+RESOLVER_THREADS = 4
 
 
 @contextlib.contextmanager
@@ -103,8 +112,15 @@ class _Backend(httpcore.NetworkBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Any = None) -> httpcore.NetworkStream:
-        return _Stream(self._inner.connect_tcp(host, port, _clamp(timeout, httpcore.ConnectTimeout),
-                                               local_address, socket_options))
+        failure: Exception | None = None
+        for address in _resolve(host, port):
+            try:
+                return _Stream(self._inner.connect_tcp(address, port, _clamp(timeout, httpcore.ConnectTimeout),
+                                                       local_address, socket_options))
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc  # the next address, within what is left
+        assert failure is not None  # _resolve returns at least one address or raises
+        raise failure
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Any = None) -> httpcore.NetworkStream:
@@ -112,6 +128,35 @@ class _Backend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    """The addresses to try for `host`, resolved by the deadline (a name without a deadline,
+    an IP literal and `localhost` are left to the socket layer as before)."""
+    deadline = getattr(_local, "deadline", None)
+    if deadline is None or host == "localhost":
+        return [host]
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return [host]
+    except ValueError:
+        pass
+    global _resolver
+    with _resolver_lock:
+        if _resolver is None:
+            _resolver = ThreadPoolExecutor(RESOLVER_THREADS, thread_name_prefix="system1-dns")
+    future = _resolver.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+    try:
+        infos = future.result(timeout=max(0.0, deadline - time.monotonic()))
+    except FutureTimeout:
+        future.cancel()
+        raise httpcore.ConnectTimeout(f"resolving {host!r} did not finish by the attempt's deadline") from None
+    except OSError as exc:
+        raise httpcore.ConnectError(f"cannot resolve {host!r}: {exc.strerror or exc}") from None
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if not addresses:
+        raise httpcore.ConnectError(f"cannot resolve {host!r}: no address")
+    return addresses
 
 
 def _pools(client: httpx.Client) -> list[Any]:
