@@ -236,3 +236,23 @@ def test_state_config_url_prefix_and_errors(tmp_path):
         parse_config_text("", path, {"SYSTEM1_STATE_PREFIX": "has space"})
     with pytest.raises(ConfigError, match=r"\[state\].*colour"):
         parse_config_text('[state]\ncolour = "red"\n', path)
+
+
+def test_a_redis_outage_keeps_the_cooldowns_this_process_knew(tmp_path):
+    """Issue 27 L5: the memory fallback started empty, so each replica called a throttled
+    engine once more when Redis went away. It starts from the cooldowns this process saw."""
+    server = RedisServer(tmp_path / "r")
+    store, replica = RedisState(server.url, prefix="keep"), RedisState(server.url, prefix="keep")
+    try:
+        store.cool(KEYS[0], "a", 120, "rate_limit: slow down")  # set before the outage, here
+        seen = replica.peek(KEYS)  # and seen by another replica
+        assert isinstance(seen, Cooling)
+        server.stop()
+        for each in (store, replica):
+            during = each.check(KEYS)  # answered from memory, not a probe of the engine
+            assert isinstance(during, Cooling) and during.reason == "rate_limit: slow down", during
+            assert 100 < during.remaining_s <= 120 and each.fallbacks == 1
+    finally:
+        store.close()
+        replica.close()
+        server.stop()

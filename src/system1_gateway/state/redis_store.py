@@ -145,6 +145,9 @@ class RedisState(StateStore):
         self._active = self._client.register_script(ACTIVE)
         self._lock = threading.Lock()  # guards the switch to memory and back
         self._memory: MemoryState | None = None
+        # The cooldowns this process has seen in Redis (key → Cooling): an outage starts the
+        # memory fallback from them, so it does not call a throttled engine once more.
+        self._seen: dict[str, Cooling] = {}
         self._since: float | None = None
         self._error: str | None = None
         self._closed = threading.Event()
@@ -176,7 +179,11 @@ class RedisState(StateStore):
                 return local(self._memory)  # type: ignore[arg-type]
 
     def _fall_back(self, exc: Exception) -> None:
-        self._memory, self._since, self.fallbacks = MemoryState(), time.time(), self.fallbacks + 1
+        memory, now = MemoryState(), time.time()
+        for cooling in list(self._seen.values()):
+            if cooling.until > now:
+                memory.cool(cooling.key, cooling.rung, cooling.until - now, cooling.reason)
+        self._memory, self._since, self.fallbacks = memory, now, self.fallbacks + 1
         self._error = f"{type(exc).__name__}: {str(exc)[:200]}"
         log.warning("shared state %s unreachable (%s); this process keeps cooldowns and counters in memory "
                     "and re-syncs when it is back", self.url, self._error)
@@ -205,7 +212,15 @@ class RedisState(StateStore):
 
     # -- cooldowns -----------------------------------------------------------------------------
     def _cooling(self, key: str, remaining: str, reason: str, rung: str) -> Cooling:
-        return Cooling(rung, time.time() + float(remaining), reason, self._key_of(key))
+        return self._saw(Cooling(rung, time.time() + float(remaining), reason, self._key_of(key)))
+
+    def _saw(self, cooling: Cooling) -> Cooling:
+        """Remember a cooldown read from or written to Redis (bounded: the expired go first)."""
+        if len(self._seen) > 1000:
+            now = time.time()
+            self._seen = {k: c for k, c in self._seen.items() if c.until > now}
+        self._seen[cooling.key] = cooling
+        return cooling
 
     def _look(self, keys: tuple[str, ...], mode: str) -> Cooling | bool:
         reply = self._check(keys=self._keys(keys), args=[PROBE_LEASE_S, mode])
@@ -227,7 +242,7 @@ class RedisState(StateStore):
         def remote() -> Cooling:
             remaining, reason_now, rung_now = self._cool(keys=[self._k("cooling"), self._k("cool", key)],
                                                         args=[f"{seconds:.6f}", reason, rung])
-            return Cooling(rung_now, time.time() + float(remaining), reason_now, key)
+            return self._saw(Cooling(rung_now, time.time() + float(remaining), reason_now, key))
 
         return self._run(remote, lambda mem: mem.cool(key, rung, seconds, reason))
 
