@@ -256,3 +256,32 @@ def test_a_redis_outage_keeps_the_cooldowns_this_process_knew(tmp_path):
         store.close()
         replica.close()
         server.stop()
+
+
+def test_a_held_sqlite_lock_costs_half_a_second_and_the_store_comes_back(tmp_path, monkeypatch):
+    """Issue 27 L4: a write lock held by another process made requests wait 5 s (past their
+    deadline), and once on memory the store never went back to the shared file (a daemon's
+    cooldowns stopped being shared until restart)."""
+    import sqlite3
+
+    from system1_gateway.state import sqlite as sqlite_state
+
+    path = tmp_path / "state.db"
+    store = SQLiteState(path)
+    store.peek(KEYS)  # the file exists, WAL on
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+    try:
+        t0 = time.perf_counter()
+        cooled = store.cool(KEYS[0], "a", 60, "quota: none left")
+        assert time.perf_counter() - t0 < sqlite_state.BUSY_TIMEOUT_S + 0.5 and cooled.remaining_s > 59
+        assert store.describe()["ok"] is False
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    monkeypatch.setattr(sqlite_state, "REATTACH_S", 0.2)
+    time.sleep(0.3)
+    assert isinstance(store.peek(KEYS), Cooling) and store.describe()["ok"] is True  # back on the file
+    shared = SQLiteState(path).peek(KEYS)  # and what it kept meanwhile is shared again
+    assert shared is not None and shared.reason == "quota: none left" and shared.remaining_s > 55
+    store.close()

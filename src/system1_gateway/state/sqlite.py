@@ -4,8 +4,10 @@ for one user on one machine, where hooks and the CLI run one process per call.
 When a cooldown expires, exactly one request may try the target again: it claims the rows
 with a short lease inside one IMMEDIATE transaction; everyone else keeps seeing the target
 as cooling until that request succeeds (rows deleted) or fails (re-cooled). No background
-probing. Loss or corruption of the file never fails a request: the store falls back to
-memory for the rest of the process and warns once.
+probing. Loss or corruption of the file, or a write lock held longer than BUSY_TIMEOUT_S, never
+fails a request: the store falls back to memory and warns once, and tries the file again every
+REATTACH_S seconds (a long-lived daemon used to stay on memory until restart, its cooldowns no
+longer shared); back on the file, it writes the cooldowns it kept meanwhile.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, CounterBuffer
 from .memory import MemoryState
 
 log = logging.getLogger(LOGGER)
+# A lock wait is bounded well under any deadline (it used to be 5 s, past a request's deadline).
+BUSY_TIMEOUT_S = 0.5
+REATTACH_S = 30.0
 T = TypeVar("T")
 
 SCHEMA = (
@@ -56,7 +61,7 @@ class SQLiteState(StateStore):
             for path in (self.path, *(self.path.with_name(self.path.name + s) for s in ("-wal", "-shm"))):
                 if path == self.path or path.exists():
                     private_file(path)
-            conn = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             for statement in SCHEMA:
@@ -66,6 +71,8 @@ class SQLiteState(StateStore):
 
     def _run(self, sql_fn: Callable[[sqlite3.Connection], T], memory_fn: Callable[[MemoryState], T]) -> T:
         with self._lock:
+            if self._memory is not None and time.time() - (self._since or 0.0) >= REATTACH_S:
+                self._reattach()
             if self._memory is None:
                 try:
                     return sql_fn(self._db())
@@ -73,6 +80,32 @@ class SQLiteState(StateStore):
                     self._fall_back(exc)
             assert self._memory is not None
         return memory_fn(self._memory)
+
+    def _reattach(self) -> None:
+        """Try the file again (under self._lock); on success hand it what memory kept."""
+        memory = self._memory
+        assert memory is not None
+        cooldowns, _, _ = memory.snapshot()
+        try:
+            db = self._db()
+            now = time.time()
+            for c in cooldowns:
+                db.execute("INSERT INTO cooling (key, until, reason, rung) VALUES (?, ?, ?, ?) "
+                           "ON CONFLICT(key) DO UPDATE SET reason = excluded.reason, until = excluded.until, "
+                           "rung = excluded.rung, leased = 0 WHERE excluded.until > cooling.until",
+                           (c.key, max(c.until, now), c.reason, c.rung))
+        except (sqlite3.Error, OSError):
+            self._since = time.time()  # still unusable: memory for another REATTACH_S
+            if self._conn is not None:
+                try:
+                    self._conn.close()
+                except sqlite3.Error:
+                    pass
+                self._conn = None
+            return
+        self._memory, self._since = None, None
+        log.warning("shared state %s is usable again: %d cooldown(s) kept in memory written back", self.path,
+                    len(cooldowns))
 
     def _fall_back(self, exc: Exception) -> None:
         log.warning("shared state %s unusable (%s); keeping cooldowns in memory for this process", self.path, exc)
