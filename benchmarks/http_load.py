@@ -1,12 +1,16 @@
 """`system1 serve` under load, against the mock rung, measured from stdlib HTTP clients.
 
-    python benchmarks/http_load.py [--clients 200] [--requests 20] [--single 500] [--fuzz 0]
+    python benchmarks/http_load.py [--clients 200] [--requests 20] [--single 500] [--slowloris 0] [--fuzz 0]
 
 1. One client, sequential `POST /v1/decide`: HTTP round trip vs the same decide in-process
    (`Gateway.decide`), p50 / p95 / p99 side by side; the difference is what the HTTP face adds.
 2. CLIENTS threads × REQUESTS each, every thread on its own keep-alive connection: errors,
    throughput, p50 / p95 / p99 round trip.
-3. `--fuzz N`: N schemathesis cases per mode and body operation (tests/test_http_fuzz.py's
+3. `--slowloris N`: step 2 again with N slow-loris connections held open alongside (each sends
+   a request head one header line every half second, and reconnects when the server cuts it):
+   errors and p50 / p95 / p99 quiet vs under attack side by side, and how often the attackers
+   were cut (the server's request read timeout).
+4. `--fuzz N`: N schemathesis cases per mode and body operation (tests/test_http_fuzz.py's
    loop), against the same server; prints the case count and any failure.
 
 The server is a `system1 serve --port 0` subprocess (its own interpreter: the clients' GIL
@@ -148,6 +152,37 @@ def load(port: int, clients: int, per_client: int) -> dict:
             "p99": pct(latencies, 0.99), "max": max(latencies)}
 
 
+class Slowloris:
+    """N connections that never finish their request head (a header line every 0.5 s), each
+    reopened when the server closes it. Loopback only; stops when told."""
+
+    def __init__(self, port: int, n: int):
+        self.port, self.stop, self.cuts = port, threading.Event(), 0
+        self._lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._one, daemon=True) for _ in range(n)]
+        for thread in self.threads:
+            thread.start()
+
+    def _one(self) -> None:
+        import socket
+
+        while not self.stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+                    sock.sendall(b"POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % self.port)
+                    while not self.stop.wait(0.5):
+                        sock.sendall(b"X-Slow: 1\r\n")
+            except OSError:  # cut by the server (or refused at the cap): come back
+                with self._lock:
+                    self.cuts += 1
+                self.stop.wait(0.05)
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(5)
+
+
 def fuzz(port: int, cases: int) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     import test_http_fuzz
@@ -164,6 +199,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--single", type=int, default=500, help="sequential calls for the side-by-side")
+    parser.add_argument("--slowloris", type=int, default=0, help="slow-loris connections held during a second load run")
     parser.add_argument("--fuzz", type=int, default=0, help="schemathesis cases per mode and body operation")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
@@ -190,6 +226,22 @@ def main() -> int:
                       f"{stats['elapsed_s']:.1f} s; round trip p50 {stats['p50']:.1f} ms, p95 {stats['p95']:.1f} ms, "
                       f"p99 {stats['p99']:.1f} ms, max {stats['max']:.1f} ms")
                 for error in sorted(set(stats["errors"]))[:10]:
+                    print(f"   error: {error}")
+            if args.clients and args.slowloris:
+                attack = Slowloris(port, args.slowloris)
+                time.sleep(2)  # the attackers are connected
+                try:
+                    under = load(port, args.clients, args.requests)
+                finally:
+                    attack.close()
+                print(f"\n3. the same load with {args.slowloris} slow-loris connections open alongside "
+                      f"(cut and reopened {attack.cuts} times)")
+                print(f"   {'':26}{'errors':>8}{'req/s':>8}{'p50':>8}{'p95':>8}{'p99':>8}")
+                for name, s in (("quiet", stats), (f"{args.slowloris} slow-loris", under)):
+                    print(f"   {name:26}{len(s['errors']):8d}{s['throughput']:8.0f}{s['p50']:8.1f}{s['p95']:8.1f}"
+                          f"{s['p99']:8.1f}")
+                print(f"   p99 under attack / quiet: ×{under['p99'] / stats['p99']:.2f}")
+                for error in sorted(set(under["errors"]))[:10]:
                     print(f"   error: {error}")
             if args.fuzz:
                 print()

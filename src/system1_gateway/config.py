@@ -92,7 +92,7 @@ class ServeSettings(BaseModel):
     idle_exit_min: float = Field(default=60, ge=0, le=100_000)  # 0: never exit when idle
     load_budget_s: float = Field(default=60, gt=0, le=3600)  # model load, before any deadline starts
     # Bounds on what a connection may cost before it sent a whole request (http/connections.py).
-    max_connections: int = Field(default=256, ge=4, le=65536)  # also kept under half the descriptor limit
+    max_connections: int = Field(default=512, ge=4, le=65536)  # also kept under half the descriptor limit
     request_read_timeout_s: float = Field(default=10, gt=0, le=600)  # a request's head and body
 
 

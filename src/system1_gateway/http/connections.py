@@ -42,7 +42,7 @@ def protocol(max_connections: int, read_timeout_s: float) -> type[asyncio.Protoc
 
 
 class _Bounded(H11Protocol):
-    MAX_CONNECTIONS = 256
+    MAX_CONNECTIONS = 512
     READ_TIMEOUT_S = 10.0
     _read_timer: asyncio.TimerHandle | None = None
     _refused_logged = 0.0
