@@ -96,12 +96,7 @@ class SQLiteState(StateStore):
                            (c.key, max(c.until, now), c.reason, c.rung))
         except (sqlite3.Error, OSError):
             self._since = time.time()  # still unusable: memory for another REATTACH_S
-            if self._conn is not None:
-                try:
-                    self._conn.close()
-                except sqlite3.Error:
-                    pass
-                self._conn = None
+            self._drop_connection()
             return
         self._memory, self._since = None, None
         log.warning("shared state %s is usable again: %d cooldown(s) kept in memory written back", self.path,
@@ -110,6 +105,9 @@ class SQLiteState(StateStore):
     def _fall_back(self, exc: Exception) -> None:
         log.warning("shared state %s unusable (%s); keeping cooldowns in memory for this process", self.path, exc)
         self._memory, self._since = MemoryState(), time.time()
+        self._drop_connection()
+
+    def _drop_connection(self) -> None:
         if self._conn is not None:
             try:
                 self._conn.close()
