@@ -33,6 +33,9 @@ os.environ["SYSTEM1_STATE_DIR"] = HOME
 os.environ["XDG_CONFIG_HOME"] = os.path.join(HOME, "xdg")  # no user config file
 for _var in [v for v in os.environ if v.startswith("SYSTEM1_") and v != "SYSTEM1_STATE_DIR"]:
     del os.environ[_var]
+# The faces are fuzzed in-process and through the CLI, never through a daemon: with autostart on
+# (the default outside the test suite) every CLI case, each in its own state dir, started one.
+os.environ["SYSTEM1_SERVE_AUTOSTART"] = "0"
 
 import json
 import warnings
