@@ -201,6 +201,10 @@ def cascade_provider(fast_provider, monkeypatch, tmp_path, below, head_bias, llm
     provider._fast = fast_provider._fast_engine()
     stub = StubLlm(llm_p_true)
     monkeypatch.setattr(provider, "_llm_asks", stub)
+    # The chain still asks for the accurate tier's load (`needs_full`); the stub has nothing to
+    # load. (Unstubbed, each of these tests joined the 1 GB model into its fresh state dir and
+    # loaded llama.cpp, seconds of work whose engine the stub never used.)
+    monkeypatch.setattr(provider, "warm_full", lambda: None)
     return provider, stub, question
 
 
