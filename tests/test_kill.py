@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from system1_gateway import daemon_files
+from system1_gateway import client, daemon_files
 from system1_gateway.paths import state_dir
 
 from conftest import run_cli
@@ -28,6 +28,13 @@ CONFIG = (f'[gateway]\nprovider = "flaky"\nfallback = ["steady"]\ndeadline_s = {
           '[providers.flaky]\nkind = "mock"\nmode = "fail"\nfailure = "transport"\n'
           '[providers.steady]\nkind = "mock"\nlatency_ms = 400\n')
 THREADS, PROCESSES = 45, 5
+# What a client may take: its deadline plus the client's margin (answerer: deadline + MARGIN_S),
+# plus scheduling slack for 50 clients on a busy 2-core machine. A fallback that restarted the
+# clock after the kill would need a second deadline (2 × DEADLINE_S), which this still catches.
+THREAD_BOUND_S = DEADLINE_S + client.MARGIN_S + 1.0
+# A whole `system1 decide` process: interpreter start and the in-process import (seconds on a
+# loaded machine) before its deadline even starts; bounded, never hung on the dead daemon.
+PROCESS_BOUND_S = DEADLINE_S + 10
 CLEAN = {"decided", "abstained", "error"}
 
 
@@ -63,7 +70,7 @@ def test_sigkill_mid_flight_loses_no_answer(write_config, start_daemon):
         assert entry is not None, "a client thread never returned"
         result, elapsed = entry
         assert result["status"] in CLEAN and (result["status"] != "error" or result["error"]["code"])
-        assert elapsed <= DEADLINE_S + 0.6, elapsed  # the deadline plus the client's margin
+        assert elapsed <= THREAD_BOUND_S, elapsed
         note = route(result)
         assert note, result["attempts"]
         if note["outcome"] == "ok":
@@ -85,8 +92,7 @@ def test_sigkill_mid_flight_loses_no_answer(write_config, start_daemon):
         assert code in (0, 1), stderr
         result = json.loads(stdout)
         assert result["status"] in CLEAN
-        # a whole process: interpreter start and the in-process import on a loaded machine
-        assert elapsed <= DEADLINE_S + 5, elapsed
+        assert elapsed <= PROCESS_BOUND_S, elapsed
 
     # The next call bypasses the dead daemon (its port file is stale) and answers in-process.
     assert not daemon_files.pid_alive(daemon.pid)

@@ -77,7 +77,7 @@ def test_a_load_past_its_budget_is_a_timeout_that_says_so():
         elapsed = time.perf_counter() - t0
     assert result["error"]["code"] == "provider_timeout", result
     assert "still loading its models" in result["error"]["message"]
-    assert elapsed < 1.5
+    assert elapsed < engine.load_s, elapsed  # gave up at the 0.4 s budget, never waited out the load
 
 
 def test_an_engine_with_nothing_to_load_never_waits():
@@ -142,7 +142,9 @@ def test_an_engine_dripping_its_headers_is_cut_at_the_deadline_inline():
             assert gw._chain._pools == {}  # no worker thread was used
         assert result["attempts"][0]["outcome"] == "timeout", result
         assert result["error"]["code"] in ("provider_timeout", "deadline_exceeded"), result
-        assert elapsed < 0.4 + 0.15, elapsed  # one socket read of headers never completes
+        # Cut at the deadline: well under a second read timeout (2 × 0.4 s), let alone the
+        # dribbler's 500 s of headers; the slack is for a busy machine's scheduling, not speed.
+        assert elapsed < 2 * 0.4, elapsed
     finally:
         server.close()
 
