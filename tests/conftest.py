@@ -100,6 +100,54 @@ def isolated_env(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.fixture(scope="session")
+def joined_model(tmp_path_factory) -> Path | None:
+    """The accurate tier's model, joined from its chunk packages and verified once for the
+    session (None when the accurate tier is not installed). Joining and hashing 1 GB takes
+    seconds, up to 15 s on a busy disk, in every fresh state dir."""
+    from system1_gateway.providers.embedded import assets
+
+    base = tmp_path_factory.mktemp("joined-model")
+    saved = os.environ.get("SYSTEM1_STATE_DIR")
+    os.environ["SYSTEM1_STATE_DIR"] = str(base)
+    try:
+        return assets.gguf_path() if assets.llm_available() else None
+    finally:
+        if saved is None:
+            os.environ.pop("SYSTEM1_STATE_DIR", None)
+        else:
+            os.environ["SYSTEM1_STATE_DIR"] = saved
+
+
+@pytest.fixture(scope="session")
+def prejoined(joined_model):
+    """`prejoined(state)` gives a state dir (default: the test's) the session's joined model,
+    hard-linked with its verified marker, as if an earlier run had prepared it. For tests about
+    something else than the first run; the first run itself (tests/test_first_call.py, the HTTP
+    face's fresh-home test, the installer) keeps a fresh state dir and joins for real."""
+    import shutil
+
+    from system1_gateway.paths import state_dir
+
+    def put(state: Path | None = None) -> Path:
+        state = Path(state) if state is not None else state_dir()
+        if joined_model is None:
+            return state
+        models = state / "models"
+        models.mkdir(parents=True, exist_ok=True)
+        target = models / joined_model.name
+        if not target.exists():
+            try:
+                os.link(joined_model, target)
+            except OSError:  # another file system: a copy (its mtime kept, so the marker holds)
+                shutil.copy2(joined_model, target)
+        marker = joined_model.with_name(joined_model.name + ".verified")
+        shutil.copy2(marker, models / marker.name)
+        return state
+
+    return put
+
+
 @pytest.fixture
 def write_config(monkeypatch, tmp_path):
     def write(text: str) -> Path:

@@ -291,13 +291,14 @@ def test_a_delegated_rung_answers_through_the_daemon_and_this_chain_thresholds(w
 
 
 @pytest.mark.models
-def test_an_overridden_cli_call_uses_the_daemons_warm_model(start_daemon, monkeypatch):
+def test_an_overridden_cli_call_uses_the_daemons_warm_model(start_daemon, monkeypatch, prejoined):
     """The real accurate tier held once: a CLI call with a threshold override runs in-process
     (said so) and its embedded rung answers through the daemon, never loading llama.cpp."""
     # Generous time for both (about delegation, not latency: a first question is slow on a
     # loaded 2-core machine, issue 10 item 5).
     monkeypatch.setenv("SYSTEM1_DEADLINE_S", "120")
     monkeypatch.setenv("SYSTEM1_TIMEOUT_S", "120")
+    prejoined()  # the session's joined GGUF: this is about delegation, not a first run
     start_daemon()  # default config: the embedded rung
     # The daemon's first use of this question (its prefix) happens here, not in the call below.
     code, out, _ = run_cli("decide", "Is `rm -rf /` destructive?", timeout=300)

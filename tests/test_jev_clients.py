@@ -122,11 +122,12 @@ model = "backup-7"
 
 
 @pytest.mark.models
-def test_the_embedded_engine_answers_a_jev_client(server):
+def test_the_embedded_engine_answers_a_jev_client(server, prejoined):
     require(clients_installed(), f"the Jev clients' venv ({CLIENTS_PYTHON}: typesafe-sdk[zstd], jev-lite, zstandard)")
     # Generous limits: this proves the wiring on a shared CI machine, not the engine's speed.
+    prejoined()  # the session's joined GGUF (the first run is tests/test_first_call.py's)
     url = server({"SYSTEM1_PROVIDER": "embedded", "SYSTEM1_TIMEOUT_S": "120", "SYSTEM1_DEADLINE_S": "150"},
-                 ready_s=300)  # a fresh state dir: the model chunks are joined and hashed first
+                 ready_s=300)  # the accurate tier loads before /healthz says ok
     report = run_clients(url, "embedded")
     assert report["sdk_model"].startswith("embedded/")
     assert report["sdk"]["choice"] in {"billing", "tech", "sales"}

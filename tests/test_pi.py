@@ -198,8 +198,9 @@ def test_the_spec_example_is_judged_and_the_answers_reach_the_model(tmp_path):
 
 
 @pytest.mark.models
-def test_the_spec_example_on_the_real_embedded_engine_through_the_warm_daemon(tmp_path):
+def test_the_spec_example_on_the_real_embedded_engine_through_the_warm_daemon(tmp_path, prejoined):
     home = PiHome(tmp_path, config=None)
+    prejoined(tmp_path / "state")  # the session's joined GGUF: a warm daemon, not a first run
     home.write_settings({"waterfall": ["embedded"]})
     started = subprocess.run([str(CLI), "daemon", "start"], capture_output=True, text=True, env=home.env, timeout=180)
     assert started.returncode == 0, started.stdout + started.stderr

@@ -184,11 +184,12 @@ def test_remove_and_export_stay_where_they_belong(tmp_path):
 
 
 @pytest.mark.models
-def test_teach_compares_with_the_zero_shot_engine(tmp_path):
+def test_teach_compares_with_the_zero_shot_engine(tmp_path, prejoined):
     from conftest import require
     from system1_gateway.providers.embedded import assets
 
     require(assets.llm_available(), "the accurate tier (pip install '.[local]')")
+    prejoined()  # the session's joined GGUF
     code, (summary,), err = run_cli("teach", str(labels_file(tmp_path)), "--k", "3", "--dry-run", timeout=600)
     assert code == 0, err
     (q,) = summary["questions"]
