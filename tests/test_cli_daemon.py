@@ -76,15 +76,45 @@ MOCK_CONFIG = ('[gateway]\nprovider = "first"\nfallback = ["second"]\n'
                '[providers.second]\nkind = "mock"\nmodel = "second-model"\nanswer = "no"\n')
 
 
+@pytest.fixture(scope="module")
+def mock_daemon_home(tmp_path_factory):
+    """One daemon of MOCK_CONFIG for the module's tests that only ask it (none stops, kills or
+    reconfigures it): its state dir and config, as the environment a test points at."""
+    base = tmp_path_factory.mktemp("mock-daemon")
+    config = base / "config.toml"
+    config.write_text(MOCK_CONFIG)
+    env = {"SYSTEM1_STATE_DIR": str(base / "state"), "XDG_CONFIG_HOME": str(base / "xdg"),
+           "SYSTEM1_SERVE_AUTOSTART": "0", "SYSTEM1_CONFIG": str(config)}
+    with pytest.MonkeyPatch.context() as patch:  # the environment a test has (tests/conftest.py)
+        for var in [v for v in os.environ if v.startswith("SYSTEM1_")]:
+            patch.delenv(var)
+        for var, value in env.items():
+            patch.setenv(var, value)
+        daemon = RunningDaemon()
+        try:
+            yield env, daemon
+        finally:
+            daemon.stop()
+
+
+@pytest.fixture
+def mock_daemon(mock_daemon_home, monkeypatch):
+    """The module's running MOCK_CONFIG daemon, in this test's environment."""
+    env, daemon = mock_daemon_home
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    assert daemon_files.pid_alive(daemon.pid), "the module's daemon died"
+    return daemon
+
+
 def route(result: dict) -> dict:
     """The attempt saying which path answered (only present when a daemon was involved)."""
     first = result["attempts"][0] if result["attempts"] else {}
     return first if first.get("provider") == "daemon" else {}
 
 
-def test_decide_is_answered_by_the_running_daemon(write_config, start_daemon):
-    write_config(MOCK_CONFIG)
-    daemon = start_daemon()
+def test_decide_is_answered_by_the_running_daemon(mock_daemon):
+    daemon = mock_daemon
     code, out, _ = run_cli("decide", "Is `rm -rf build/` destructive?")
     assert code == 0
     decide_response_adapter.validate_python(out[0])
@@ -93,9 +123,7 @@ def test_decide_is_answered_by_the_running_daemon(write_config, start_daemon):
     assert out[0]["attempts"][1]["provider"] == "first"
 
 
-def test_judge_and_jsonl_through_the_daemon_keep_exit_codes(write_config, start_daemon):
-    write_config(MOCK_CONFIG)
-    start_daemon()
+def test_judge_and_jsonl_through_the_daemon_keep_exit_codes(mock_daemon):
     code, out, _ = run_cli("judge", input=json.dumps(judge_payload()))
     assert code == 0 and route(out[0])["outcome"] == "ok"
     judge_result_adapter.validate_python(out[0])
@@ -116,9 +144,7 @@ def test_a_failing_chain_through_the_daemon_exits_1(write_config, start_daemon):
     assert route(out[0])["outcome"] == "ok"
 
 
-def test_provider_flag_is_passed_to_the_daemon(write_config, start_daemon):
-    write_config(MOCK_CONFIG)
-    start_daemon()
+def test_provider_flag_is_passed_to_the_daemon(mock_daemon):
     code, out, _ = run_cli("decide", "ok?", "--provider", "second")
     assert code == 0 and out[0]["provider"] == "second" and out[0]["decision"] == "no"
     assert out[0]["attempts"][1:] and [a["provider"] for a in out[0]["attempts"][1:]] == ["second"]
@@ -151,13 +177,11 @@ def test_chain_flag_is_passed_to_the_daemon_and_agrees_with_in_process(write_con
         [out[0]["error"]["message"] for _, out, _ in refusals]
 
 
-def test_a_chain_override_sent_to_the_daemon_is_checked_there_too(write_config, start_daemon):
+def test_a_chain_override_sent_to_the_daemon_is_checked_there_too(mock_daemon):
     """What answerer.ask sends (`?provider=a,b`) the daemon checks itself: a caller that skipped
     the CLI's own check gets the 422 result, never the daemon's configured chain."""
     from system1_gateway import answerer
 
-    write_config(MOCK_CONFIG)
-    start_daemon()
     routed = answerer.ask("/v1/judge", judge_payload(), provider="second,second", autostart=False)
     assert routed.result["error"]["code"] == "invalid_request"
     assert routed.result["error"]["message"] == "provider: lists 'second' twice (expected each rung once)"
@@ -165,9 +189,8 @@ def test_a_chain_override_sent_to_the_daemon_is_checked_there_too(write_config, 
     assert routed.result["order"] == ["second", "first"] and routed.result["provider"] == "second"
 
 
-def test_an_environment_override_runs_in_process_and_says_so(write_config, start_daemon):
-    write_config(MOCK_CONFIG)
-    daemon = start_daemon()
+def test_an_environment_override_runs_in_process_and_says_so(mock_daemon):
+    daemon = mock_daemon
     code, out, _ = run_cli("decide", "ok?", env={"SYSTEM1_MIN_CONFIDENCE": "0.95"})
     assert code == 0 and out[0]["status"] == "abstained"  # the override applied: mock confidence is 0.9
     assert route(out[0])["outcome"] == "skipped" and "in-process" in route(out[0])["detail"]
