@@ -16,6 +16,12 @@ from conftest import run_cli
 pytestmark = [pytest.mark.models, pytest.mark.anyio]
 
 QUESTION = "Is `git push --force origin main` destructive?"
+# What is under test is the first run (join, hash, load in a fresh home) ending in an answer, not
+# that a 1.5B model decodes a question it has never seen within the default 5 s attempt on a
+# CPU-starved machine (under `stress-ng --cpu 2` it does not): the attempt and the deadline are
+# generous. That loading never counts against a deadline is proven with a clock that cannot
+# lose (tests/test_load_budget.py) and is read here from what the first CLI attempt reports.
+GENEROUS = {"SYSTEM1_TIMEOUT_S": "120", "SYSTEM1_DEADLINE_S": "150"}
 
 
 @pytest.fixture
@@ -39,7 +45,7 @@ async def test_first_mcp_decision_in_a_fresh_home_is_an_answer(fresh_home, autos
     model while the call waits outside its deadline; without autostart the server loads
     it in-process."""
     assert not (fresh_home / ".system1-gateway" / "models").exists()
-    env = {**os.environ, "SYSTEM1_SERVE_AUTOSTART": autostart, "SYSTEM1_SERVE_PORT": "0"}
+    env = {**os.environ, "SYSTEM1_SERVE_AUTOSTART": autostart, "SYSTEM1_SERVE_PORT": "0", **GENEROUS}
     params = StdioServerParameters(command=sys.executable, args=["-I", "-m", "system1_gateway"], env=env)
     try:
         async with Client(params) as client:
@@ -56,6 +62,8 @@ async def test_first_mcp_decision_in_a_fresh_home_is_an_answer(fresh_home, autos
 
 
 def test_first_cli_decision_in_a_fresh_home_is_an_answer(fresh_home):
-    code, lines, stderr = run_cli("decide", QUESTION, timeout=300)
+    code, lines, stderr = run_cli("decide", QUESTION, env=GENEROUS, timeout=300)
     assert code == 0, (lines, stderr[-2000:])
     assert lines[0]["status"] in ("decided", "abstained"), lines
+    loaded = [a for a in lines[0]["attempts"] if a["provider"] == "embedded" and a["outcome"] == "ok"]
+    assert loaded and "(load budget, outside the deadline)" in (loaded[-1]["detail"] or ""), lines[0]["attempts"]
