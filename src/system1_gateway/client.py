@@ -161,7 +161,7 @@ def _exchange(host: str, port: int, request: bytes, timeout_s: float) -> tuple[i
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(max(end - time.monotonic(), 0.001))
         sock.sendall(request)
-        data, head = b"", None
+        data, head = bytearray(), None  # a bytearray: appending is not a copy of all so far
         status, length, chunked = 0, None, False
         while True:
             # The whole read, not each recv: a peer sending a byte at a time still ends by `end`
@@ -171,20 +171,22 @@ def _exchange(host: str, port: int, request: bytes, timeout_s: float) -> tuple[i
                 raise socket.timeout("the reply was still arriving at the deadline")
             sock.settimeout(left)
             chunk = sock.recv(65536)
+            seen = max(0, len(data) - 3)  # the end of the head may straddle two chunks
             data += chunk
             if len(data) > MAX_REPLY_BYTES:
                 raise TornReply(f"reply larger than {MAX_REPLY_BYTES} bytes")
-            if head is None and b"\r\n\r\n" in data:
-                head, _, data = data.partition(b"\r\n\r\n")
+            cut = data.find(b"\r\n\r\n", seen) if head is None else -1
+            if cut >= 0:
+                head, data = bytes(data[:cut]), data[cut + 4:]
                 status, headers = _head(head)
                 length = headers.get("content-length")
                 chunked = "chunked" in headers.get("transfer-encoding", "")
             if head is not None and not chunked and length is not None and len(data) >= int(length):
-                return status, data[:int(length)]
+                return status, bytes(data[:int(length)])
             if not chunk:  # the server closed: the body ends here
                 if head is None or (length is not None and len(data) < int(length)):
                     raise TornReply("incomplete reply")
-                return status, _unchunk(data) if chunked else data
+                return status, _unchunk(bytes(data)) if chunked else bytes(data)
 
 
 def _head(head: bytes) -> tuple[int, dict[str, str]]:
