@@ -192,6 +192,14 @@ def test_a_hung_daemon_costs_the_deadline_not_more(write_config, sleeper):
         server.close()
 
 
+def test_peek_survives_a_malformed_fallback(write_config):
+    """`fallback = 1` crashed the CLI's stdlib path; a string is split on commas as config.py does."""
+    write_config('[gateway]\nprovider = "mock"\nfallback = 1\n')
+    assert client.peek().chain == ["mock"]
+    write_config('[gateway]\nprovider = "mock"\nfallback = "laya, jev"\n')
+    assert client.peek().chain == ["mock", "laya", "jev"]
+
+
 @pytest.mark.parametrize("text, env", [
     ("", {}),
     ('[gateway]\ndeadline_s = 3.5\nprovider = "x"\n[providers.x]\nkind = "mock"\n'

@@ -330,3 +330,17 @@ def test_a_request_id_cannot_forge_a_log_line(mock_gateway, tmp_path):
                for line in lines), lines
     assert not any("\x1b" in line for line in lines)
     logging.getLogger(logs.LOGGER).handlers.clear()
+
+
+def test_a_request_path_cannot_forge_a_log_line(caplog, mock_gateway):
+    """The HTTP access line logged the percent-decoded path as it came, before any check."""
+    import logging
+
+    from fastapi.testclient import TestClient
+
+    from system1_gateway.http.app import create_app
+
+    with caplog.at_level(logging.INFO, logger="system1_gateway"), TestClient(create_app(mock_gateway())) as c:
+        c.get("/x%0A2026-12-04 INFO system1 [admin] forged")
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("http GET")]
+    assert lines and all("\n" not in line for line in lines) and "/x\\n2026" in lines[0], lines

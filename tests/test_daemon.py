@@ -206,7 +206,15 @@ def test_stop_lets_an_in_flight_request_finish(daemons):
     slow.start()
     time.sleep(0.5)  # the request is in flight
     t0 = time.monotonic()
-    code, out, _ = run_cli("daemon", "stop", env={"SYSTEM1_MOCK_LATENCY_MS": "1500"})
+    stopping = threading.Thread(target=lambda: stopped.append(
+        run_cli("daemon", "stop", env={"SYSTEM1_MOCK_LATENCY_MS": "1500"})))
+    stopped: list = []
+    stopping.start()
+    # The port file goes before the listener closes (another user could take the port while
+    # requests drain, and a client reading the file would send it the token).
+    assert _wait(lambda: not daemon_files.port_path().exists(), 10) and slow.is_alive()
+    stopping.join(60)
+    code, out, _ = stopped[0]
     slow.join(30)
     assert code == 0 and out[0]["stopped"] is True and out[0]["graceful"] is True
     assert answers and answers[0]["status"] == "decided", answers

@@ -83,7 +83,11 @@ def peek() -> Settings:
     deadline = env.get("SYSTEM1_DEADLINE_S") or gateway.get("deadline_s", DEFAULT_DEADLINE_S)
     budget = env.get("SYSTEM1_SERVE_LOAD_BUDGET_S") or serve.get("load_budget_s", DEFAULT_LOAD_BUDGET_S)
     first = env.get("SYSTEM1_PROVIDER") or gateway.get("provider", "embedded")
-    fallback = env.get("SYSTEM1_FALLBACK", "").split(",") if "SYSTEM1_FALLBACK" in env else gateway.get("fallback")
+    fallback = env["SYSTEM1_FALLBACK"] if "SYSTEM1_FALLBACK" in env else gateway.get("fallback")
+    if isinstance(fallback, str):  # "a,b" as config.py reads it
+        fallback = fallback.split(",")
+    if not isinstance(fallback, list):  # anything else: config.py reports it; no rung here
+        fallback = []
     key_env = serve.get("api_key_env")
     return Settings(
         deadline_s=_number(deadline, DEFAULT_DEADLINE_S, 0, 3600),
@@ -92,7 +96,7 @@ def peek() -> Settings:
         api_key_env=key_env if isinstance(key_env, str) and key_env else None,
         first_kind=kinds.get(str(first), str(first)),
         kinds=kinds,
-        chain=[str(first), *(str(n).strip() for n in fallback or () if isinstance(n, str) and n.strip())],
+        chain=[str(first), *(n.strip() for n in fallback if isinstance(n, str) and n.strip())],
     )
 
 

@@ -179,7 +179,10 @@ def _probe(timeout_s: float = 1.0) -> tuple[dict[str, Any] | None, dict[str, Any
     if record is None or not pid_alive(record["pid"]):
         return record, None
     health = healthz(record["url"], timeout_s, record.get("token"))
-    if health is not None and health.get("pid", record["pid"]) != record["pid"]:
+    # With the token our daemon says its pid; a listener that does not (another user's daemon
+    # refusing the token, or a squatter) is not ours. A daemon from before tokens: as before.
+    expected = None if "token" in record else record["pid"]
+    if health is not None and health.get("pid", expected) != record["pid"]:
         return record, None  # another process (another user's daemon?) now has that port
     return record, health
 
@@ -502,7 +505,8 @@ def backoff() -> str | None:
     if record is None:
         return None
     failures = max(1, record["failures"])
-    left = record["time"] + START_BACKOFF_S[min(failures, len(START_BACKOFF_S)) - 1] - time.time()
+    step = START_BACKOFF_S[min(failures, len(START_BACKOFF_S)) - 1]
+    left = min(step, record["time"] + step - time.time())  # a clock set back cannot stretch it
     if left <= 0:
         return None
     when = time.strftime("%H:%M:%S", time.localtime(record["time"]))
@@ -606,6 +610,13 @@ class _Watch:
         self.stopped = threading.Event()
 
 
+def _stop_serving(serving: Any) -> None:
+    """Stop, removing the port file first: once the listener closes, another local user could
+    take the port while requests drain, and a client reading the file would send it the token."""
+    _remove_files(only_pid=os.getpid())
+    serving.stop()
+
+
 def _idle_watcher(serving: Any, idle_exit_min: float, watch: _Watch) -> Callable[[], None]:
     limit = idle_exit_min * 60.0
 
@@ -616,7 +627,7 @@ def _idle_watcher(serving: Any, idle_exit_min: float, watch: _Watch) -> Callable
             if serving.idle_s() >= limit:
                 watch.reason = f"idle for {idle_exit_min:g} min"
                 _say(f"no request for {idle_exit_min:g} min: exiting")
-                serving.stop()
+                _stop_serving(serving)
                 return
 
     return loop
@@ -644,7 +655,7 @@ def run(serving_for: Callable[[str, int, str], Any]) -> int:
 
         def on_signal(signum: int, _frame: Any) -> None:
             watch.reason = f"signal {signal.Signals(signum).name}"
-            serving.stop()
+            _stop_serving(serving)
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, on_signal)
@@ -670,7 +681,7 @@ def run(serving_for: Callable[[str, int, str], Any]) -> int:
     except KeyboardInterrupt:
         code = EXIT_OK
     finally:
-        if not watch.started.is_set():  # never served: autostart backs off (daemon.backoff)
+        if not watch.started.is_set() and not watch.reason.startswith("signal"):  # never served: back off
             tail = [line for line in _log_tail(3) if "system1" in line][-1:]
             _record_failure(f"exit code {code}" + (f": {tail[0][-200:]}" if tail else "") + f"; see {log_path()}")
         _remove_files(only_pid=os.getpid())

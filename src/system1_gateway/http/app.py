@@ -22,7 +22,7 @@ from starlette.routing import Route
 from .. import __version__
 from ..core import Gateway
 from ..errors import INVALID_REQUEST
-from ..logs import LOGGER, request_id_var
+from ..logs import LOGGER, printable, request_id_var
 from ..metrics import Metrics, Observed, face_var
 from ..model import DecideRequest, JudgeRequest
 from .mcp import McpFace, transport_security
@@ -102,7 +102,8 @@ class Front:
             route = scope.get("route")
             self.state.metrics.http_responses.labels(getattr(route, "path", "other"), str(status)).inc()
             token = request_id_var.set(rid)
-            log.info("http %s %s %d %.1f ms", scope["method"], path, status, (time.perf_counter() - started) * 1000)
+            log.info("http %s %s %d %.1f ms", scope["method"], printable(path), status,
+                     (time.perf_counter() - started) * 1000)
             request_id_var.reset(token)
 
 

@@ -38,9 +38,11 @@ import httpcore
 import httpx
 
 _local = threading.local()
-_resolver: ThreadPoolExecutor | None = None  # made on first use; getaddrinfo cannot be cancelled
+# Resolver threads per host name, made on first use (getaddrinfo cannot be cancelled): a name
+# whose lookups hang ties up its own threads only, never another rung's lookups.
+_resolvers: dict[str, ThreadPoolExecutor] = {}
 _resolver_lock = threading.Lock()
-RESOLVER_THREADS = 4
+RESOLVER_THREADS = 2
 
 
 @contextlib.contextmanager
@@ -141,11 +143,11 @@ def _resolve(host: str, port: int) -> list[str]:
         return [host]
     except ValueError:
         pass
-    global _resolver
     with _resolver_lock:
-        if _resolver is None:
-            _resolver = ThreadPoolExecutor(RESOLVER_THREADS, thread_name_prefix="system1-dns")
-    future = _resolver.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+        resolver = _resolvers.get(host)
+        if resolver is None:
+            resolver = _resolvers[host] = ThreadPoolExecutor(RESOLVER_THREADS, thread_name_prefix="system1-dns")
+    future = resolver.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
     try:
         infos = future.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout:

@@ -148,6 +148,7 @@ class RedisState(StateStore):
         # The cooldowns this process has seen in Redis (key → Cooling): an outage starts the
         # memory fallback from them, so it does not call a throttled engine once more.
         self._seen: dict[str, Cooling] = {}
+        self._seen_lock = threading.Lock()
         self._since: float | None = None
         self._error: str | None = None
         self._closed = threading.Event()
@@ -180,7 +181,9 @@ class RedisState(StateStore):
 
     def _fall_back(self, exc: Exception) -> None:
         memory, now = MemoryState(), time.time()
-        for cooling in list(self._seen.values()):
+        with self._seen_lock:
+            seen = list(self._seen.values())
+        for cooling in seen:
             if cooling.until > now:
                 memory.cool(cooling.key, cooling.rung, cooling.until - now, cooling.reason)
         self._memory, self._since, self.fallbacks = memory, now, self.fallbacks + 1
@@ -216,11 +219,20 @@ class RedisState(StateStore):
 
     def _saw(self, cooling: Cooling) -> Cooling:
         """Remember a cooldown read from or written to Redis (bounded: the expired go first)."""
-        if len(self._seen) > 1000:
-            now = time.time()
-            self._seen = {k: c for k, c in self._seen.items() if c.until > now}
-        self._seen[cooling.key] = cooling
+        with self._seen_lock:
+            if len(self._seen) > 1000:
+                now = time.time()
+                self._seen = {k: c for k, c in self._seen.items() if c.until > now}
+            self._seen[cooling.key] = cooling
         return cooling
+
+    def _forget(self, keys: tuple[str, ...] | None = None) -> None:
+        """A recovered target (or, with None, every one after a clear) is no longer cooling."""
+        with self._seen_lock:
+            if keys is None:
+                self._seen.clear()
+            for key in keys or ():
+                self._seen.pop(key, None)
 
     def _look(self, keys: tuple[str, ...], mode: str) -> Cooling | bool:
         reply = self._check(keys=self._keys(keys), args=[PROBE_LEASE_S, mode])
@@ -247,6 +259,7 @@ class RedisState(StateStore):
         return self._run(remote, lambda mem: mem.cool(key, rung, seconds, reason))
 
     def recovered(self, keys: tuple[str, ...]) -> bool:
+        self._forget(keys)
         return self._run(lambda: bool(self._recover(keys=self._keys(keys))), lambda mem: mem.recovered(keys))
 
     def active(self) -> list[Cooling]:
@@ -257,6 +270,7 @@ class RedisState(StateStore):
         return self._run(remote, lambda mem: mem.active())
 
     def clear(self) -> int:
+        self._forget()
         return self._run(lambda: int(self._active(keys=[self._k("cooling")], args=["clear"])), lambda mem: mem.clear())
 
     # -- notices and counters ------------------------------------------------------------------

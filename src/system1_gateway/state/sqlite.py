@@ -78,8 +78,9 @@ class SQLiteState(StateStore):
                     return sql_fn(self._db())
                 except (sqlite3.Error, OSError) as exc:
                     self._fall_back(exc)
-            assert self._memory is not None
-        return memory_fn(self._memory)
+            memory = self._memory  # read under the lock: a re-attach may reset it right after
+            assert memory is not None
+        return memory_fn(memory)
 
     def _reattach(self) -> None:
         """Try the file again (under self._lock); on success hand it what memory kept."""
