@@ -664,3 +664,16 @@ def test_a_repeated_accept_error_is_logged_once_a_minute():
     other = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "another problem", None, None)
     assert [quiet.filter(record) for _ in range(500)].count(True) == 1
     assert quiet.filter(other) is True
+
+
+def test_a_refused_request_does_not_keep_the_daemon_awake(mock_gateway):
+    """Another local user's requests (401 without the token) used to count as activity, so they
+    could keep the daemon, and its model, from ever idling out."""
+    token = "t" * 43
+    with TestClient(create_app(mock_gateway(), token=token)) as c:
+        activity = c.app.state.activity
+        before = activity.last_end
+        assert c.post("/v1/decide", json={"question": "Is it?"}).status_code == 401
+        assert activity.last_end == before and activity.in_flight == 0
+        ok = c.post("/v1/decide", json={"question": "Is it?"}, headers={"Authorization": f"Bearer {token}"})
+        assert ok.status_code == 200 and activity.last_end > before

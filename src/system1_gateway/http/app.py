@@ -27,7 +27,7 @@ from ..metrics import Metrics, Observed, face_var
 from ..model import DecideRequest, JudgeRequest
 from .mcp import McpFace, transport_security
 from .routes import REF, add_routes, guard_responses
-from .security import MAX_BODY, Guard, http_error
+from .security import AUTHENTICATED, MAX_BODY, Guard, http_error
 
 log = logging.getLogger(LOGGER)
 
@@ -98,7 +98,8 @@ class Front:
         finally:
             if tracked:
                 activity.in_flight -= 1
-                activity.last_end = time.monotonic()
+                if scope.get(AUTHENTICATED, False):  # a refused request (401, foreign Host) keeps
+                    activity.last_end = time.monotonic()  # no daemon from idling out
             route = scope.get("route")
             self.state.metrics.http_responses.labels(getattr(route, "path", "other"), str(status)).inc()
             token = request_id_var.set(rid)
