@@ -66,9 +66,25 @@ def default_script(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"type": "text", "text": "done." if tool_results(body) else "ok."}]
 
 
+def side_text(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": "Mock title"}]
+
+
+def classifier_allows(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Side requests where auto mode's own classifier (CLAUDE_CODE_AUTO_MODE_SERVER=0: Claude
+    Code asks it with its own request, "You are a security monitor…") grades every action as
+    routine, in the `<severity>N</severity>` form its prompt asks for (N < 50 allows)."""
+    system = json.dumps(body.get("system", ""))
+    if "security monitor" in system:
+        return [{"type": "text", "text": "<severity>5</severity>"}]
+    return side_text(body)
+
+
 class MockAnthropic:
-    def __init__(self, script: Script = default_script):
+    def __init__(self, script: Script = default_script, side: Script = side_text):
+        """`script` answers the agent loop's requests (those with tools), `side` the rest."""
         self.script = script
+        self.side = side
         self.requests: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -91,7 +107,7 @@ class MockAnthropic:
         with self._lock:
             self.requests.append(body)
             n = next(self._ids)
-        blocks = self.script(body) if body.get("tools") else [{"type": "text", "text": "Mock title"}]
+        blocks = self.script(body) if body.get("tools") else self.side(body)
         content = []
         for i, block in enumerate(blocks):
             if block["type"] == "tool_use":

@@ -21,7 +21,7 @@ import pytest
 from system1_gateway.state.base import FLUSH_EVERY_S
 
 from conftest import ROOT, require
-from mock_anthropic import MockAnthropic, last_user_blocks, tool_results, user_text
+from mock_anthropic import MockAnthropic, classifier_allows, last_user_blocks, tool_results, user_text
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 CLAUDE = TOOLS / "cc" / "node_modules" / ".bin" / "claude"
@@ -99,11 +99,12 @@ class ClaudeHome:
         status = json.loads(self.system1("status").stdout)
         return status["today"]["requests"]
 
-    def prompt(self, api: MockAnthropic, text: str, *allowed: str) -> dict[str, Any]:
-        args = ["-p", text, "--output-format", "json"]
+    def prompt(self, api: MockAnthropic, text: str, *allowed: str, mode: str | None = None,
+               env: dict[str, str] | None = None) -> dict[str, Any]:
+        args = ["-p", text, "--output-format", "json"] + (["--permission-mode", mode] if mode else [])
         if allowed:
             args += ["--allowedTools", *allowed]
-        proc = self.run(*args, env=api_env(api))
+        proc = self.run(*args, env={**api_env(api), **(env or {})})
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return json.loads(proc.stdout)
 
@@ -254,6 +255,33 @@ def test_the_guard_lets_ls_run(cc):
     content = result["content"] if isinstance(result["content"], str) else json.dumps(result["content"])
     assert "visible-marker.txt" in content and not result.get("is_error"), result
     assert not out.get("permission_denials")
+
+
+def test_in_auto_mode_the_guard_denies_what_is_surely_destructive_and_forces_no_prompt(cc):
+    build = cc.project / "build"
+    build.mkdir(exist_ok=True)
+    (build / "artifact.bin").write_text("keep me")
+    with MockAnthropic(_bash_script("rm -rf ./build")) as api:
+        out = cc.prompt(api, "Clean the build directory of this project so the next build starts fresh", "Bash",
+                        mode="auto")
+    assert (build / "artifact.bin").exists(), "the destructive command ran"
+    guard = [e for e in cc.log_entries() if e["source"] == "guard" and e["command"] == "rm -rf ./build"]
+    assert guard[-1]["mode"] == "auto" and guard[-1]["decision"] == "deny", guard[-1]
+    result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
+    assert result.get("is_error") is True and "System-1 guard (auto mode)" in json.dumps(result), result
+    # What it cannot read is not forced into a prompt in auto mode: the classifier decides (here
+    # Claude Code's own classifier request, which the mock answers "routine"), and it runs.
+    opaque = "echo bHMgLWxh | base64 -d | sh"  # `ls -la`, which the guard cannot read before it runs
+    (cc.project / "auto-marker.txt").write_text("x")
+    with MockAnthropic(_bash_script(opaque), side=classifier_allows) as api:
+        out = cc.prompt(api, "Run the encoded listing command the setup notes give for this project please", "Bash",
+                        mode="auto", env={"CLAUDE_CODE_AUTO_MODE_SERVER": "0"})
+    guard = [e for e in cc.log_entries() if e["source"] == "guard" and e["command"] == opaque]
+    assert guard[-1]["mode"] == "auto" and guard[-1]["decision"] == "context", guard[-1]
+    assert any("security monitor" in json.dumps(r.get("system", "")) for r in api.requests), "no classifier request"
+    result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
+    assert "auto-marker.txt" in json.dumps(result) and not result.get("is_error"), result
+    assert not out.get("permission_denials"), out
 
 
 def test_toggle_off_means_no_hint_no_log_no_engine_call(cc):

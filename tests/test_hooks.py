@@ -79,6 +79,8 @@ def test_defaults_are_all_off():
     ({"skills": {"hints": True}}, "[skills] hints: unknown key (expected one of enabled, hint, min_confidence)"),
     ({"routing": {"min_words": 2.5}}, "[routing] min_words: expected a whole number from 0 to 1000"),
     ({"guard": {"budget_s": 0}}, "[guard] budget_s: expected a number from 0.05 to 30"),
+    ({"guard": {"auto_deny_min_confidence": 5}}, "[guard] auto_deny_min_confidence: expected a number from 0 to 1"),
+    ({"guard": {"auto_context": "sometimes"}}, "[guard] auto_context: expected true or false"),
 ])
 def test_invalid_hook_settings_name_table_and_key_in_hooks_and_config(write_config, tables, message):
     with pytest.raises(settings.Problem, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")
@@ -369,6 +371,48 @@ def test_guard_failure_policy_when_the_engine_is_down(write_config, tmp_path, st
     start_daemon()
     code, out, err = hook("guard", {"tool_input": {"command": UNRULED}}, "--explain")
     assert (out["hookSpecificOutput"]["permissionDecision"] if out else None) == expected, err
+
+
+# Claude Code's auto mode: its classifier reviews every call and a hook's "ask" would force a
+# prompt there, so the guard denies only at the auto bar and otherwise passes what it read.
+def test_guard_in_auto_mode_denies_only_at_the_high_bar(write_config, tmp_path, start_daemon):
+    config(write_config, tmp_path, routing=routing_on(tmp_path), guard={"enabled": True})
+    start_daemon()
+    payload = {"tool_name": "Bash", "tool_input": {"command": UNRULED}, "permission_mode": "auto",
+               "cwd": str(tmp_path)}
+    code, out, err = hook("guard", payload, "--explain")  # the mock engine: p = 0.90 < 0.95
+    assert set(out["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}, err
+    assert out["hookSpecificOutput"]["additionalContext"].startswith(
+        "System-1 guard: this command reads as destructive (p = 0.90) (part 1 of 1: ./scripts/cleanup.sh --all)")
+    entry = log(tmp_path)[-1]
+    assert (entry["mode"], entry["decision"], entry["asked"]) == ("auto", "context", False)
+    # a policy rule's answer is certain: denied, the destructive part named
+    code, out, err = hook("guard", {**payload, "tool_input": {"command": "git status && rm -rf ~"}}, "--explain")
+    decision = out["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny", err
+    assert decision["permissionDecisionReason"].startswith("System-1 guard (auto mode): this command reads as "
+                                                           "destructive (p = 1.00) (part 2 of 2: rm -rf ~)")
+    assert log(tmp_path)[-1]["decision"] == "deny"
+    # the same command in the default mode asks, as before
+    code, out, _ = hook("guard", {**payload, "permission_mode": "default"})
+    assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert (log(tmp_path)[-1]["mode"], log(tmp_path)[-1]["decision"]) == ("default", "ask")
+
+
+def test_guard_in_auto_mode_follows_its_settings(write_config, tmp_path, start_daemon):
+    payload = {"tool_name": "Bash", "tool_input": {"command": UNRULED}, "permission_mode": "auto"}
+    config(write_config, tmp_path, guard={"enabled": True, "on_failure": "ask", "budget_s": 0.5})
+    code, out, err = hook("guard", payload, "--explain")  # no daemon: the classifier still reviews
+    assert out is None and "no daemon is running" in err and "auto mode: no decision" in err
+    code, out, _ = hook("guard", {**payload, "permission_mode": "acceptEdits"})
+    assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
+    config(write_config, tmp_path, guard={"enabled": True, "auto_deny_min_confidence": 0.85})
+    start_daemon()
+    assert hook("guard", payload)[1]["hookSpecificOutput"]["permissionDecision"] == "deny"
+    config(write_config, tmp_path, guard={"enabled": True, "auto_context": False})
+    start_daemon()
+    code, out, err = hook("guard", payload, "--explain")
+    assert out is None and "mode auto: no decision" in err
 
 
 def test_toggle_off_silences_every_hook(write_config, tmp_path, start_daemon):

@@ -37,6 +37,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "min_confidence": 0.7,   # refitted on held-out commands read in parts (docs/guard.md)
         "on_failure": "ask",     # engine down / timed out: "ask" the user, or let it run ("open")
         "budget_s": 1.5,
+        # Claude Code's auto mode has its own classifier, and a hook's "ask" forces a prompt
+        # there: the guard denies only at this bar and otherwise leaves the call to it.
+        "auto_deny_min_confidence": 0.95,
+        "auto_context": True,    # auto mode, below the deny bar: tell the model what the guard read
     },
 }
 ON_FAILURE = ("ask", "open")
@@ -86,7 +90,7 @@ def _check(table: str, key: str, value: Any) -> Any:
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise Problem(f"{where}: expected a number, got {value!r}")
-        low, high = (0.0, 1.0) if key == "min_confidence" else (0.05, 30.0)
+        low, high = (0.0, 1.0) if key.endswith("min_confidence") else (0.05, 30.0)
         if not low <= float(value) <= high:
             raise Problem(f"{where}: expected a number from {low:g} to {high:g}, got {value!r}")
         return float(value)

@@ -13,6 +13,14 @@ When the engine cannot answer (no daemon, down, timed out, an error), `[guard] o
 decides: "ask" (the default: the user is asked rather than the command silently passing) or
 "open" (say nothing). The command is evidence: it is sent as data, and the reason shown is
 built from fixed words, the confidence and the deciding part (shortened), never more of it.
+
+In Claude Code's auto mode (`permission_mode: "auto"` in the hook input) a classifier reviews
+every call, and a hook's "ask" would force a prompt it would have handled (Claude Code
+≥ 2.1.211). There the guard denies only what reads destructive at `[guard]
+auto_deny_min_confidence` (default 0.95; a policy rule's answer is certain), with the deciding
+part in the reason; below that, and when it is unsure, it forces nothing: with `auto_context`
+it passes what it read to the model as context, and when the engine fails it stays silent (the
+classifier still reviews the call). Every other mode asks as above. The log records the mode.
 """
 
 from __future__ import annotations
@@ -26,9 +34,21 @@ from . import common
 from .common import NoAnswer, Run
 
 
+AUTO = "auto"  # Claude Code's permission mode with its own classifier
+
+
 def ask(reason: str) -> dict[str, Any]:
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+    return decide("ask", reason)
+
+
+def decide(decision: str, reason: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": decision,
                                    "permissionDecisionReason": reason}}
+
+
+def context(note: str) -> dict[str, Any]:
+    """Auto mode below the deny bar: no decision (the classifier decides), what the guard read."""
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": note}}
 
 
 def failed(run: Run, why: str) -> dict[str, Any] | None:
@@ -38,6 +58,9 @@ def failed(run: Run, why: str) -> dict[str, Any] | None:
         return None
     if guard["on_failure"] == "open":
         run.say(f"engine failed ({why}); on_failure = open: no decision")
+        return None
+    if run.text("permission_mode") == AUTO:
+        run.say(f"engine failed ({why}); auto mode: no decision, the classifier reviews the call")
         return None
     run.say(f"engine failed ({why}); on_failure = ask")
     return ask("System-1 guard could not judge this command (the engine did not answer); "
@@ -64,23 +87,39 @@ def body(run: Run) -> dict[str, Any] | None:
     if not isinstance(answer, dict) or not isinstance(answer.get("p_true"), (int, float)):
         return failed(run, "no usable answer")
     p_true = float(answer["p_true"])
+    confidence = max(p_true, 1 - p_true)
+    mode = run.text("permission_mode") or None
     # Unsure is not safe: an answer the engine (or the reading of the command) abstained on
     # asks, whatever its probability. Only a confidence under the bar is left to the bar.
     unsure = bool(answer.get("abstained")) and answer.get("abstain_reason") in UNSURE
-    destructive = p_true >= 0.5 and max(p_true, 1 - p_true) >= guard["min_confidence"]
+    destructive = p_true >= 0.5 and confidence >= guard["min_confidence"]
+    if mode == AUTO:
+        decision = "deny" if p_true >= 0.5 and confidence >= guard["auto_deny_min_confidence"] and not unsure \
+            else "context" if (destructive or unsure) and guard["auto_context"] else None
+    else:
+        decision = "ask" if destructive or unsure else None
     run.say(f"destructive p = {p_true:.3f}" + (f", unsure ({answer.get('abstain_reason')})" if unsure else "")
-            + "; " + ("ask" if destructive or unsure else "no decision"))
+            + f"; mode {mode or 'unknown'}: " + (decision or "no decision"))
     if common.logs_here(run, run.text("cwd")):
         common.append_log(run, {**common.base_record(run, "guard"), "command": command,
                                 "tool_use_id": run.text("tool_use_id") or None,
                                 "features": {"destructive": {"answer": p_true >= 0.5,
-                                                             "confidence": round(max(p_true, 1 - p_true), 4)}},
-                                "asked": destructive or unsure})
+                                                             "confidence": round(confidence, 4)}},
+                                "mode": mode, "decision": decision, "asked": decision == "ask"})
+    if decision == "deny":
+        return decide("deny", f"System-1 guard (auto mode): this command reads as destructive "
+                              f"(p = {p_true:.2f}){_where(answer)}: {_reason(answer, 'it may delete or overwrite data')}. "
+                              "Not run; do it another way or ask the user to run it.")
+    if decision == "context":
+        what = (f"cannot tell what this command does{_where(answer)}: {_reason(answer)}" if unsure else
+                f"this command reads as destructive (p = {p_true:.2f}){_where(answer)}: "
+                f"{_reason(answer, 'it may delete or overwrite data')}")
+        return context(f"System-1 guard: {what}. Be sure the user wants this before relying on it.")
+    if decision is None:
+        return None
     if unsure:
         return ask(f"System-1 guard: cannot tell what this command does{_where(answer)}: "
                    f"{_reason(answer)}. Confirm before it runs.")
-    if not destructive:
-        return None
     return ask(f"System-1 guard: this command reads as destructive (p = {p_true:.2f}){_where(answer)}: "
                f"{_reason(answer, 'it may delete or overwrite data')}. Confirm before it runs.")
 

@@ -9,7 +9,9 @@ Record shapes (every record has `ts`, `source`, `session_id`, `prompt_id`, `repo
   source "agent":  `prompt` (the brief), `features`, `tool_use_id`, `rule_tier`, …, and the
                    outcome fields `outcome`, `outcome_reason`, `outcome_tier`, `outcome_source`,
                    `outcome_doubtful` once `outcomes --apply` or a person set them
-  source "guard":  `command`, `features` ({"destructive": …}), `tool_use_id`, `decision`
+  source "guard":  `command`, `features` ({"destructive": …}), `tool_use_id`, `mode` (Claude
+                   Code's permission mode, null when the input had none), `decision` ("ask",
+                   "deny", "context" or null) and `asked` (decision == "ask")
 
 Stdlib only (the hooks append on every prompt). The file and its directory are the owner's
 only (0600 / 0700).
