@@ -7,7 +7,9 @@ driven by hypothesis in generate-only mode (no shrinking; every case is counted,
 the run). Targets: the core (judge, decide, DEBUG audit, deadline with a slow mock), the MCP
 tool handlers, the CLI (decide argv, judge files/stdin, --jsonl streams), every HTTP adapter
 (systemone, jev, von, laya, ollama, openai through its SDK) on generated responses, key echo
-in error bodies, and hanging / slow-drip engines under short deadlines. No socket is opened
+in error bodies, hanging / slow-drip engines under short deadlines; and (issue 27) the HTTP
+Guard against every kind of wrong Authorization header, per-request chains naming rungs the
+owner did not configure, and bounded_json on any text. No socket is opened
 (httpx.MockTransport) and no model is loaded.
 
 Prints, per target: cases, crashes (an exception escaped the entry point), internal errors
@@ -152,6 +154,26 @@ def _http_deadline(kind, data, key, fallback, timeout_s, deadline_s):
     payload, posts, gets = data.draw(fz.http_scripts(kind, hang=True))
     return fz.run_http(kind, payload, posts, gets, key, fallback=fallback, timeout_s=timeout_s,
                        deadline_s=deadline_s, direct=False, probe=False)
+
+
+# issue 27: the daemon's token, per-request chains, bounded JSON
+@target("http_auth", 0.03, st.fixed_dictionaries({"route": st.sampled_from(fz.AUTH_ROUTES),
+                                                  "headers": fz.auth_header_sets}))
+def _http_auth(route, headers):
+    return fz.run_http_auth(route, headers)
+
+
+@target("chain_override", 0.03, st.fixed_dictionaries({
+    "face": st.sampled_from(list(fz.CHAIN_WHERE)), "value": fz.chain_values(),
+    "kind": st.sampled_from(["decide", "judge"])}))
+def _chain_override(face, value, kind):
+    return fz.run_chain(face, value, kind)
+
+
+@target("bounded_json", 0.02, st.fixed_dictionaries({
+    "text": fz.json_documents, "max_depth": st.sampled_from([None, 1, 3, 64, 900]), "file": st.booleans()}))
+def _bounded_json(text, max_depth, file):
+    return fz.run_bounded_json(text, max_depth, file)
 
 
 def signature(text: str) -> str:

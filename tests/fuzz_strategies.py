@@ -16,16 +16,19 @@ safety net), and the overshoot past the deadline.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
 import logging
 import os
 import re
+import secrets
 import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -79,7 +82,6 @@ except (ImportError, AttributeError):  # pragma: no cover - another httpx layout
 # Each case gets its own state directory (cooldowns, notices, audit, consents), on tmpfs when
 # there is one: no case sees another's cooldowns, and SQLite commits cost no disk flush.
 STATE_ROOT = Path(tempfile.mkdtemp(prefix="system1-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
-import atexit
 import shutil
 
 atexit.register(shutil.rmtree, STATE_ROOT, True)
@@ -701,6 +703,7 @@ class Case:
     overshoot_s: float = 0.0  # elapsed − deadline (negative: within)
     leaked: bool = False
     outcome: str = ""  # result status / error code, for the tallies
+    result: Any = None  # the one object a CLI case printed
 
     @property
     def ok(self) -> bool:
@@ -834,9 +837,11 @@ def run_mcp(tool: str, arguments: Any, settings: dict[str, Any] | None = None) -
 
 
 def run_cli(argv: list[str], stdin: bytes = b"", files: dict[str, bytes] | None = None,
-            mock: dict[str, Any] | None = None, jsonl_lines: int | None = None) -> Case:
+            mock: dict[str, Any] | None = None, jsonl_lines: int | None = None, config: bool = False) -> Case:
     """`system1_gateway.cli.main(argv)` in process, stdin/stdout/stderr as real UTF-8 byte
-    streams. `{file:NAME}` in argv is replaced by the path of a written file."""
+    streams. `{file:NAME}` in argv is replaced by the path of a written file. `config`: the
+    caller's SYSTEM1_CONFIG is used (else the mock engine alone). The one object printed is
+    `case.result`."""
     from system1_gateway import cli
 
     case = Case("cli_" + (argv[0] if argv else "none"))
@@ -851,7 +856,8 @@ def run_cli(argv: list[str], stdin: bytes = b"", files: dict[str, bytes] | None 
         stdin_io = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
         mock_env = {f"SYSTEM1_MOCK_{k.upper()}": str(v) for k, v in (mock or {}).items()}
         saved = sys.stdin, sys.stdout, sys.stderr
-        with env(SYSTEM1_PROVIDER="mock", SYSTEM1_FALLBACK=None, SYSTEM1_CONFIG=None, **mock_env):
+        chosen = {} if config else {"SYSTEM1_PROVIDER": "mock", "SYSTEM1_CONFIG": None}
+        with env(SYSTEM1_FALLBACK=None, **chosen, **mock_env):
             sys.stdin, sys.stdout, sys.stderr = stdin_io, stdout, stderr
             try:
                 code = cli.main(argv)
@@ -884,6 +890,8 @@ def run_cli(argv: list[str], stdin: bytes = b"", files: dict[str, bytes] | None 
                 objects.append(json.loads(line))
             except ValueError:
                 case.violations.append(f"stdout line is not JSON: {line[:200]!r}")
+    if len(objects) == 1:
+        case.result = objects[0]
     if jsonl_lines is None and len(objects) != 1:
         case.violations.append(f"{len(objects)} JSON objects on stdout (expected exactly one)")
     elif jsonl_lines is not None and len(objects) != jsonl_lines and not (
@@ -1117,3 +1125,407 @@ def http_scripts(draw: Any, kind: str, hang: bool = False) -> tuple[dict[str, An
 
 
 
+
+
+# --------------------------------------------------------------------------------------------
+# issue 27: the daemon's token, per-request chains, bounded JSON
+# --------------------------------------------------------------------------------------------
+# The HTTP face is driven in process (Starlette's TestClient: the ASGI app, its Guard and
+# routes, no socket), one app per worker process, built on first use: a gateway whose only
+# engine is a mock that counts its calls. Header values are sent as raw bytes, so non-ASCII
+# and control characters reach the Guard as a server would pass them (or worse: h11 would
+# refuse some of them outright).
+AUTH_TOKEN = secrets.token_urlsafe(32)  # as the daemon makes its token (daemon_files)
+AUTH_ROUTES = [("GET", "/healthz"), ("GET", "/v1/status"), ("GET", "/metrics"), ("GET", "/openapi.json"),
+               ("GET", "/v1/health"), ("POST", "/v1/judge"), ("POST", "/v1/decide"), ("POST", "/v1/systemone"),
+               ("POST", "/mcp"), ("GET", "/v1/models"), ("GET", "/nope"), ("POST", "/v1/decide?chain=mock"),
+               ("GET", "/healthz/"), ("GET", "/HEALTHZ"), ("GET", "//healthz"), ("HEAD", "/healthz"),
+               ("POST", "/healthz"), ("DELETE", "/v1/status"), ("OPTIONS", "/v1/decide"), ("GET", "/healthz?x=1")]
+AUTH_SCHEMES = ["Bearer", "Bearer", "Bearer", "bearer", "BEARER", "bEaReR", "Basic", "Token", "Bearer:", "Bearer,",
+                "Digest", "", "Bearerx", "Bear", "\u0412earer"]
+AUTH_SEPARATORS = [" ", " ", " ", "  ", "\t", "", ":", "=", " \t", "\xa0"]
+AUTH_EDGES = ["", "", "", " ", "\t", "  ", "\x0b", "\x0c", "\x1f", "\x85", "\xa0", "\x00", "\r\n", "\u3000"]
+TOKEN_OPS = ["exact", "exact", "exact", "prefix", "suffix_char", "swapcase_one", "replace_one", "inner_space",
+             "upper", "lower", "double", "empty", "garbage", "same_length", "quoted", "base64", "nul_tail"]
+
+
+@st.composite
+def auth_values(draw: Any) -> tuple[str, ...]:
+    """A recipe for one Authorization value: (scheme, separator, token op, op argument, lead,
+    trail). The token itself is filled in at run time (`auth_value`): the strategies never
+    hold it."""
+    return (draw(st.sampled_from(AUTH_SCHEMES)), draw(st.sampled_from(AUTH_SEPARATORS)),
+            draw(st.sampled_from(TOKEN_OPS)), draw(st.integers(0, 64)).__str__(),
+            draw(st.sampled_from(AUTH_EDGES)), draw(st.sampled_from(AUTH_EDGES)),
+            draw(st.text(max_size=12) | st.sampled_from(HOSTILE)))
+
+
+def auth_value(recipe: tuple[str, ...], token: str) -> str:
+    scheme, sep, op, arg, lead, trail, junk = recipe
+    i = int(arg) % len(token)
+    credential = {
+        "exact": token, "prefix": token[:i], "suffix_char": token + (junk[:1] or "x"),
+        "swapcase_one": token[:i] + token[i].swapcase() + token[i + 1:],
+        "replace_one": token[:i] + ("A" if token[i] != "A" else "B") + token[i + 1:],
+        "inner_space": token[:i] + " " + token[i:], "upper": token.upper(), "lower": token.lower(),
+        "double": token * 2, "empty": "", "garbage": junk, "same_length": ("x" * len(token)),
+        "quoted": f'"{token}"', "base64": __import__("base64").b64encode(token.encode()).decode(),
+        "nul_tail": token + "\x00",
+    }[op]
+    return lead + scheme + sep + credential + trail
+
+
+auth_header_sets = st.lists(st.tuples(
+    st.sampled_from(["authorization", "authorization", "Authorization", "AUTHORIZATION", "proxy-authorization",
+                     "x-api-key", "cookie", "x-system1-token"]), auth_values()), max_size=3)
+
+
+def exact_bearer(value: str, token: str) -> bool:
+    """The oracle: `value` (as the server decodes it, latin-1) presents `token` exactly: the
+    scheme `Bearer` in any case, one or more spaces, the token, and nothing else but the
+    optional whitespace (SP, HTAB) HTTP allows around a field value (RFC 9110 §5.5, 11.4)."""
+    return re.fullmatch(r"[ \t]*[Bb][Ee][Aa][Rr][Ee][Rr] +" + re.escape(token) + r"[ \t]*", value) is not None
+
+
+_auth: dict[str, Any] = {}
+
+
+def _auth_client() -> Any:
+    """The process's app with AUTH_TOKEN (TestClient, lifespan entered once), and its counter."""
+    if "client" not in _auth:
+        from fastapi.testclient import TestClient
+
+        from system1_gateway.http.app import create_app
+        from system1_gateway.providers.mock import MockProvider
+
+        calls = [0]
+
+        class Counting(MockProvider):
+            def judge(self, request: Any, timeout_s: float) -> Any:
+                calls[0] += 1
+                return super().judge(request, timeout_s)
+
+        os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp(dir=STATE_ROOT)
+        config = Config(gateway=GatewaySettings(provider="mock"), providers={"mock": {"kind": "mock"}})
+        gateway = Gateway(config, providers={"mock": Counting("mock", {})})
+        client = TestClient(create_app(gateway, token=AUTH_TOKEN), raise_server_exceptions=False)
+        client.__enter__()
+        atexit.register(client.__exit__, None, None, None)
+        _auth.update(client=client, calls=calls)
+    return _auth["client"], _auth["calls"]
+
+
+AUTH_BODIES = {"/v1/judge": {"state": "s", "questions": {"q": {"type": "noul", "instructions": "x"}}},
+               "/v1/decide": {"question": "Is it?"}, "/v1/systemone": {"model": "m", "state": "s",
+                                                                     "questions": {"q": {"type": "noul",
+                                                                                         "instructions": "x"}}},
+               "/mcp": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}
+
+
+def run_http_auth(route: tuple[str, str], headers: list[tuple[str, tuple[str, ...]]]) -> Case:
+    """One request to the tokened app: without the exact token, 401 on every route but
+    /healthz and the engine never called; /healthz without it says only `status`; with it, no
+    401; the token in no response (body, headers) and no log line."""
+    method, path = route
+    case = Case("http_auth")
+    client, calls = _auth_client()
+    raw = [(name, auth_value(recipe, AUTH_TOKEN)) for name, recipe in headers]
+    auth = [value for name, value in raw if name.lower() == "authorization"]
+    presents = any(exact_bearer(v, AUTH_TOKEN) for v in auth)
+    refuse = not presents
+    accept = bool(auth) and all(exact_bearer(v, AUTH_TOKEN) for v in auth)
+    sent = [(name.encode("latin-1"), value.encode("latin-1", "replace")) for name, value in raw]
+    body = AUTH_BODIES.get(path.split("?")[0])
+    extra = {"content-type": "application/json", "accept": "application/json, text/event-stream"} if body else {}
+    before = calls[0]
+    with captured_logs() as cap:
+        try:
+            response = client.request(method, path, headers=[*sent, *((k.encode(), v.encode()) for k, v in extra.items())],
+                                      content=json.dumps(body).encode() if body else None)
+        except Exception as exc:  # noqa: BLE001 - the property under test
+            case.crash = _crash_text(exc)
+            return _finish(case, cap, (AUTH_TOKEN,))
+    status = response.status_code
+    case.outcome = str(status)
+    bare = path.split("?")[0]
+    if status >= 500:
+        case.violations.append(f"{method} {path}: status {status}")
+    if refuse and bare != "/healthz":
+        if status != 401:
+            case.violations.append(f"{method} {path} without the exact token: status {status}, not 401 "
+                                   f"(authorization {[v[:80] for v in auth]!r})")
+        elif response.json().get("error", {}).get("code") != "unauthorized":
+            case.violations.append(f"401 body is not the unauthorized error: {response.text[:200]}")
+        if calls[0] != before:
+            case.violations.append(f"{method} {path} without the exact token reached the engine")
+    if refuse and bare == "/healthz" and method == "GET" and status == 200 and set(response.json()) != {"status"}:
+        case.violations.append(f"/healthz without the token says more than its status: {sorted(response.json())}")
+    if accept and status == 401:
+        case.violations.append(f"{method} {path} with the exact token refused (authorization {auth!r})")
+    outputs = (response.text, json.dumps(dict(response.headers)))
+    return _finish(case, cap, (AUTH_TOKEN,), outputs)
+
+
+# -- per-request chains (issue 27 M1) ----------------------------------------------------------
+# The owner configured `mock` (the chain), `backup` (a fallback) and `lab` (a laya rung on the
+# discard port). A call may name those, or a kind whose defaults send no credential anywhere
+# the owner did not choose (embedded, mock, jev, openai); every other name is refused before
+# anything is built. Every HTTP request an engine would send is stopped at the transport and
+# recorded, with the credentials in the environment.
+CHAIN_CONFIGURED = ("mock", "backup", "lab")
+CHAIN_FREE = ("embedded", "mock", "jev", "openai")
+CHAIN_ALLOWED = frozenset(CHAIN_CONFIGURED + CHAIN_FREE)
+CREDENTIALED_KINDS = ("laya", "von", "ollama", "systemone")
+CHAIN_SECRETS = {"SYSTEM1_LAYA_API_KEY": "fzk7-laya-" + secrets.token_hex(12),
+                 "SYSTEM1_JEV_API_KEY": "fzk7-jev-" + secrets.token_hex(12),
+                 "SYSTEM1_OPENAI_API_KEY": "sk-test-fzk7" + secrets.token_hex(12),
+                 KEY_VAR: "fzk7-engine-" + secrets.token_hex(12)}
+permitted_names = st.sampled_from(["mock", "backup", "lab", "jev", "openai", "mock", "backup"])
+chain_names = st.one_of(
+    permitted_names, permitted_names, permitted_names, permitted_names, permitted_names,
+    st.sampled_from([*CHAIN_CONFIGURED, "jev", "openai", *CREDENTIALED_KINDS, *CREDENTIALED_KINDS, "Laya", "MOCK",
+                     "Mock", "lab ", " laya", "nope", "", " ", "mock\u200b", "l\u0430ya", "laya\x00", "builtin", "daemon"]),
+    st.text(max_size=10).filter(lambda s: s.strip() != "embedded"), hostile_text(big=False, max_size=10))
+
+
+@st.composite
+def chain_values(draw: Any) -> str:
+    if draw(st.booleans()):  # a chain a call may run: permitted names, each once
+        clean = draw(st.lists(permitted_names, min_size=1, max_size=3, unique=True))
+        return draw(st.sampled_from([",", ", ", " , "])).join(clean)
+    names = draw(st.lists(chain_names, min_size=1, max_size=3))
+    seps = [draw(st.sampled_from([",", ",", ",", ", ", " ,", ",,", ";", " ", "\t,"])) for _ in names[1:]]
+    value = names[0] + "".join(sep + name for sep, name in zip(seps, names[1:]))
+    return value if draw(st.integers(0, 9)) else value + draw(st.sampled_from([",", " ", "\n"]))
+
+
+def chain_oracle(value: str) -> str | None:
+    """Why the call must be refused (None: it may run)."""
+    names = [part.strip() for part in value.split(",")]
+    if not value.strip() or any(not n for n in names):
+        return "empty"
+    if len(set(names)) != len(names):
+        return "twice"
+    if any(n not in CHAIN_ALLOWED for n in names):
+        return "not permitted"
+    return None
+
+
+@contextlib.contextmanager
+def recorded_engines() -> Iterator[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
+    """(rungs built: (name, kind); requests sent: (url, headers)). Every request stops at the
+    transport (a connect error), so no engine is reached and nothing leaves the machine."""
+    from system1_gateway import chain
+
+    built: list[tuple[str, str]] = []
+    sent: list[tuple[str, str]] = []
+    original_get = chain.Rungs.get
+    original_send = httpx.HTTPTransport.handle_request
+
+    def get(self: Any, name: str) -> Any:
+        if name not in self._injected and name not in self._built:
+            kind = self._config.kind_of(name)
+            built.append((name, kind))
+            if kind == "embedded":  # no model is loaded in the fuzz: the build is what counts
+                raise GatewayError("the fuzz does not load the embedded engine", "config_error")
+        return original_get(self, name)
+
+    def handle_request(self: Any, request: httpx.Request) -> httpx.Response:
+        sent.append((str(request.url), json.dumps(dict(request.headers))))
+        raise httpx.ConnectError("the fuzz sends nothing", request=request)
+
+    chain.Rungs.get = get  # type: ignore[method-assign]
+    httpx.HTTPTransport.handle_request = handle_request  # type: ignore[method-assign]
+    try:
+        yield built, sent
+    finally:
+        chain.Rungs.get = original_get  # type: ignore[method-assign]
+        httpx.HTTPTransport.handle_request = original_send  # type: ignore[method-assign]
+
+
+CHAIN_TOML = f"""[gateway]
+provider = "mock"
+fallback = ["backup"]
+deadline_s = 2
+
+[providers.backup]
+kind = "mock"
+
+[providers.lab]
+kind = "laya"
+endpoint = "{ENDPOINT}"
+"""
+
+
+def _chain_config() -> Config:
+    from system1_gateway.config import parse_config_text
+
+    return parse_config_text(CHAIN_TOML, Path("fuzz-chain.toml"))
+
+
+_chain_http: dict[str, Any] = {}
+
+
+def _chain_client() -> Any:
+    if "client" not in _chain_http:
+        from fastapi.testclient import TestClient
+
+        from system1_gateway.http.app import create_app
+
+        os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp(dir=STATE_ROOT)
+        client = TestClient(create_app(Gateway(_chain_config()), token=AUTH_TOKEN), raise_server_exceptions=False)
+        client.__enter__()
+        atexit.register(client.__exit__, None, None, None)
+        deadline = time.monotonic() + 30  # the first rung warms at start: not a build of any case's
+        while client.get("/healthz").json().get("status") == "loading" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        _chain_http["client"] = client
+    return _chain_http["client"]
+
+
+CHAIN_WHERE = {"core": ("provider",), "http_chain": ("chain", "?chain="), "http_provider": ("provider", "?provider="),
+               "cli_chain": ("--chain",), "cli_provider": ("--provider",)}
+
+
+def run_chain(face: str, value: str, kind: str = "decide") -> Case:
+    """One call whose chain override is `value`, through the core, the HTTP query or the CLI
+    flag: a refused chain is an invalid_request (HTTP 422, exit 2) naming the field and, for a
+    name the owner did not configure, listing the allowed ones, with nothing built; otherwise
+    only permitted rungs are built. No credential of a kind the owner pointed nowhere is sent;
+    no secret in any output or log line; never a crash or a 5xx."""
+    case = Case(f"chain_{face}")
+    expected = chain_oracle(value)
+    payload: dict[str, Any] = ({"question": "Is it?", "options": ["yes", "no"]} if kind == "decide" else
+                               {"state": "s", "questions": {"q": {"type": "noul", "instructions": "x"}}})
+    outputs: list[Any] = []
+    client = _chain_client() if face.startswith("http") else None
+    with fresh_state() as state, env(**CHAIN_SECRETS), captured_logs() as cap, recorded_engines() as (built, sent):
+        if face.startswith("cli_"):
+            config = state / "config.toml"
+            config.write_text(CHAIN_TOML)
+            flag = "--chain" if face == "cli_chain" else "--provider"
+            given = f"{flag}={value}"  # (a value may begin with "-")
+            argv = ["decide", "Is it?", "--options", "yes", "no", given] if kind == "decide" else ["judge", "-", given]
+            with env(SYSTEM1_CONFIG=str(config)):
+                sub = run_cli(argv, stdin=json.dumps(payload).encode(), config=True)
+            case.crash, case.violations = sub.crash, list(sub.violations)
+            result, status = sub.result, {"exit 0": 200, "exit 1": 502, "exit 2": 422}.get(sub.outcome, 0)
+        elif face == "core":
+            gw = Gateway(_chain_config())
+            try:
+                result = gw.decide(payload, provider=value) if kind == "decide" else gw.judge(payload, provider=value)
+            except Exception as exc:  # noqa: BLE001 - the property under test
+                case.crash = _crash_text(exc)
+                return _finish(case, cap, tuple(CHAIN_SECRETS.values()))
+            finally:
+                close(gw)
+            code = (result.get("error") or {}).get("code")
+            status = 422 if code == "invalid_request" else 502 if code else 200
+        else:
+            param = "chain" if face == "http_chain" else "provider"
+            query = urllib.parse.quote(value.encode("utf-8", "surrogatepass"), safe="")  # as a client sends it
+            try:
+                response = client.post(f"/v1/{kind}?{param}={query}", json=payload,
+                                                headers={"Authorization": f"Bearer {AUTH_TOKEN}"})
+            except Exception as exc:  # noqa: BLE001
+                case.crash = _crash_text(exc)
+                return _finish(case, cap, tuple(CHAIN_SECRETS.values()))
+            status = response.status_code
+            outputs.append(response.text)
+            try:
+                result = response.json()
+            except ValueError:
+                result = {}
+                case.violations.append(f"HTTP {status}: body is not JSON: {response.text[:200]}")
+        outputs.append(result)
+        error = (result or {}).get("error") if isinstance(result, dict) else None
+        message = error.get("message", "") if isinstance(error, dict) else ""
+        refused = isinstance(error, dict) and error.get("code") == "invalid_request"
+        case.outcome = f"{status} {error.get('code') if isinstance(error, dict) else 'answered'}"
+        if status >= 500 and not (isinstance(error, dict) and error.get("code") in ("provider_error", "all_cooling")):
+            case.violations.append(f"status {status}: {json.dumps(result)[:200]}")
+        if expected is not None:
+            if not refused or status != 422:
+                case.violations.append(f"chain {value!r} ({expected}) not refused: {status} {json.dumps(result)[:200]}")
+            elif not any(message.startswith(w) or f"{w}:" in message[:40] for w in CHAIN_WHERE[face]):
+                case.violations.append(f"the refusal does not name the field {CHAIN_WHERE[face][0]}: {message[:200]!r}")
+            elif expected == "not permitted" and not all(n in message for n in CHAIN_CONFIGURED):
+                case.violations.append(f"the refusal does not list the configured rungs: {message[:300]!r}")
+            if built:
+                case.violations.append(f"refused chain {value!r} still built {built}")
+        elif refused and status == 422:
+            case.violations.append(f"chain {value!r} refused: {message[:200]!r}")
+        for name, rung_kind in built:
+            if name not in CHAIN_ALLOWED:
+                case.violations.append(f"built rung {name!r} (kind {rung_kind}) the owner never configured")
+            elif rung_kind in CREDENTIALED_KINDS and name not in CHAIN_CONFIGURED:
+                case.violations.append(f"built an unconfigured {rung_kind} rung {name!r}")
+        for url, headers in sent:
+            host = httpx.URL(url).host
+            for var, secret in CHAIN_SECRETS.items():
+                if secret in headers and not (var == "SYSTEM1_LAYA_API_KEY" and url.startswith(ENDPOINT)
+                                              or var in ("SYSTEM1_JEV_API_KEY", "SYSTEM1_OPENAI_API_KEY")
+                                              and host not in ("127.0.0.1", "localhost", "::1")):
+                    case.violations.append(f"{var}'s key sent to {url[:100]}")
+        for path in state.rglob("*"):
+            if path.is_file():
+                outputs.append(path.read_bytes().decode("utf-8", "replace"))
+    return _finish(case, cap, tuple(CHAIN_SECRETS.values()), tuple(outputs))
+
+
+# -- bounded JSON (issue 27 L7) ------------------------------------------------------------------
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, d = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, d)
+            stack.extend((child, d + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+@st.composite
+def nested_documents(draw: Any) -> str:
+    """Brackets and objects mixed, to any depth, closed or not, with a leaf worth reading."""
+    depth = draw(st.sampled_from([1, 5, 63, 64, 65, 500, 990, 1000, 1100, 5000, 100_000]))
+    opens = draw(st.lists(st.sampled_from(["[", '{"a":', '{"\\ud800":', "[1,"]), min_size=1, max_size=4))
+    head = "".join(opens[i % len(opens)] for i in range(depth))
+    leaf = draw(st.sampled_from(["1", "null", '"x"', "1e400", "NaN", "-Infinity", "1" * 5000, "[]", "{}", ""]))
+    tail = "".join("]" if o.startswith("[") else "}" for o in reversed([opens[i % len(opens)] for i in range(depth)]))
+    return head + leaf + (tail if draw(st.integers(0, 4)) else tail[: draw(st.integers(0, len(tail)))])
+
+
+json_documents = st.one_of(
+    nested_documents(),
+    nested_documents().map(lambda s: s.encode()),
+    st.builds(_dumps, json_values),
+    st.builds(_dumps, json_values).flatmap(byte_mutated),
+    st.sampled_from(GARBAGE + [b"1" * 4301, b"-" + b"9" * 5000, b"1e999999999", b"0." + b"1" * 100_000,
+                               b'"\\ud800"', b'"\\u0000"', b"\xfe\xff\x00[\x00]", b"\x00[\x00]\x00", b"[1]\xff",
+                               "\ufeff[]".encode(), b"[" + b"1," * 50_000 + b"1]"]),
+    st.binary(max_size=64), st.text(max_size=64), hostile_text(max_size=40))
+
+
+def run_bounded_json(text: str | bytes, max_depth: int | None, file: bool = False) -> Case:
+    """`bounded_json.loads` / `file_loads` on arbitrary text: a value, or a ValueError (the
+    type every reader catches: json.JSONDecodeError for malformed or too deep text; a
+    UnicodeDecodeError for bytes that are not UTF-8; the int digit limit) — never a
+    RecursionError or any other exception; a value returned is no deeper than the bound."""
+    from system1_gateway import bounded_json
+
+    case = Case("bounded_json_file" if file else "bounded_json")
+    bound = bounded_json.FILE_DEPTH if file else max_depth
+    try:
+        value = bounded_json.file_loads(text) if file else bounded_json.loads(text, max_depth=max_depth)
+    except ValueError as exc:
+        case.outcome = type(exc).__name__
+        if not str(exc):
+            case.violations.append(f"{type(exc).__name__} without a message")
+        return case
+    except Exception as exc:  # noqa: BLE001 - the property under test
+        case.crash = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return case
+    case.outcome = "value"
+    if bound is not None and _depth(value) > bound:
+        case.violations.append(f"a value {_depth(value)} deep returned past the bound {bound}")
+    return case

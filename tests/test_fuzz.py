@@ -302,3 +302,55 @@ def test_findings_corpus(finding):
     kind, payload, status, body, headers, gets = FINDINGS[finding]
     reply = fz.WireReply(status=status, body=body, headers={"content-type": "application/json", **headers})
     check(lambda: fz.run_http(kind, payload, [reply], gets, "fzk7NajbeHeRu8rt5BfLGEU_PupAl"))
+
+
+# -- issue 27: the daemon's token, per-request chains, bounded JSON --------------------------
+@fuzz(250)
+@given(route=st.sampled_from(fz.AUTH_ROUTES), headers=fz.auth_header_sets)
+def test_no_request_without_the_exact_token_gets_past_the_guard(route, headers):
+    """Missing, wrong, prefix, case-changed, padded, other-scheme and non-ASCII Authorization
+    headers (and the token in other headers): 401 everywhere but /healthz, the engine never
+    called; /healthz says only its status; the exact token is never refused; the token is in no
+    response and no log line."""
+    check(lambda: fz.run_http_auth(route, headers))
+
+
+AUTH_FINDINGS = {  # the Guard stripped every str.isspace() character around the token
+    "trailing-vt": ("Bearer", " ", "exact", "0", "", "\x0b", ""),
+    "trailing-us": ("Bearer", " ", "exact", "0", "", "\x1f", ""),
+    "leading-ff": ("Bearer", " \x0c", "exact", "0", "", "", ""),
+}
+AUTH_ACCEPTED = {  # the optional whitespace HTTP allows around a field value (an ASGI server may keep it)
+    "padded-sp": ("bearer", "  ", "exact", "0", "  ", "  ", ""),
+    "padded-htab": ("Bearer", " ", "exact", "0", "\t", "\t", ""),
+}
+
+
+@pytest.mark.parametrize("finding", list(AUTH_FINDINGS))
+def test_auth_findings_corpus(finding):
+    case = fz.run_http_auth(("GET", "/v1/status"), [("authorization", AUTH_FINDINGS[finding])])
+    assert case.ok and case.outcome == "401", case.explain()
+
+
+@pytest.mark.parametrize("finding", list(AUTH_ACCEPTED))
+def test_auth_exact_token_with_http_whitespace_is_accepted(finding):
+    case = fz.run_http_auth(("GET", "/v1/status"), [("authorization", AUTH_ACCEPTED[finding])])
+    assert case.ok and case.outcome == "200", case.explain()
+
+
+@fuzz(250)
+@given(face=st.sampled_from(list(fz.CHAIN_WHERE)), value=fz.chain_values(), kind=st.sampled_from(["decide", "judge"]))
+def test_a_per_request_chain_builds_only_permitted_rungs(face, value, kind):
+    """Arbitrary `?chain=` / `?provider=` / `--chain` / `--provider` / `provider=` values: a
+    name the owner did not configure is a 422 / exit 2 naming the field and listing the allowed
+    names, nothing built; no unconfigured laya/von/ollama/systemone rung is ever built and no key
+    is sent where the owner did not point it; never a crash or a 5xx."""
+    check(lambda: fz.run_chain(face, value, kind))
+
+
+@fuzz(400)
+@given(text=fz.json_documents, max_depth=st.sampled_from([None, 1, 3, 64, 900]), file=st.booleans())
+def test_bounded_json_raises_only_value_errors(text, max_depth, file):
+    """Any depth, huge numbers, invalid UTF-8, garbage: a value within the bound, or a
+    ValueError with a message — never a RecursionError or another exception."""
+    check(lambda: fz.run_bounded_json(text, max_depth, file))

@@ -285,3 +285,80 @@ def test_a_held_sqlite_lock_costs_half_a_second_and_the_store_comes_back(tmp_pat
     shared = SQLiteState(path).peek(KEYS)  # and what it kept meanwhile is shared again
     assert shared is not None and shared.reason == "quota: none left" and shared.remaining_s > 55
     store.close()
+
+
+def _slow_dns(monkeypatch, names: dict[str, float]):
+    """socket.getaddrinfo, where each name in `names` takes that many seconds to resolve, to
+    127.0.0.1 (a slow or black-holed DNS server)."""
+    import socket
+
+    real = socket.getaddrinfo
+    looked_up: list[str] = []
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host in names:
+            looked_up.append(host)
+            time.sleep(names[host])
+            host = "127.0.0.1"
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return looked_up
+
+
+def test_a_slow_dns_lookup_of_the_redis_host_is_bounded_by_the_connect_timeout(monkeypatch, redis_server):
+    """Issue 27 L2: redis-py resolves the host with a blocking getaddrinfo that its
+    socket_connect_timeout does not cover: a 3 s lookup held the request 3 s. Now the lookup
+    waits at most the connect timeout, and the store falls back to memory as for any outage;
+    a name that resolves in time still reaches the real server."""
+    from system1_gateway.state import redis_store
+
+    looked_up = _slow_dns(monkeypatch, {"slow-dns.test": 3.0, "fast-dns.test": 0.02})
+    slow = RedisState(redis_server.url.replace("127.0.0.1", "slow-dns.test"), prefix=f"dns{time.monotonic_ns()}")
+    try:
+        t0 = time.perf_counter()
+        assert slow.check(KEYS) is False  # memory: nothing cooling there
+        took = time.perf_counter() - t0
+        assert "slow-dns.test" in looked_up
+        assert took < redis_store.SOCKET_TIMEOUT_S + 0.5, f"{took:.2f} s"
+        described = slow.describe()
+        assert slow.fallbacks == 1 and described["ok"] is False and "Timeout" in described["detail"], described
+    finally:
+        slow.close()
+    fast = RedisState(redis_server.url.replace("127.0.0.1", "fast-dns.test"), prefix=f"dns{time.monotonic_ns()}")
+    try:
+        fast.cool(KEYS[0], "a", 60, "rate_limit: slow down")
+        seen = RedisState(redis_server.url, prefix=fast.prefix)  # the same Redis, by its address
+        try:
+            assert isinstance(seen.peek(KEYS), Cooling)
+        finally:
+            seen.close()
+        assert fast.fallbacks == 0 and "fast-dns.test" in looked_up
+    finally:
+        fast.close()
+
+
+def test_rediss_resolves_within_the_bound_and_tls_still_sees_the_host_name(monkeypatch):
+    """With rediss://, the address comes from the bounded lookup but TLS (SNI and the
+    certificate check) is given the host name, not the address."""
+    import socket
+    import ssl
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    _slow_dns(monkeypatch, {"cache.internal.test": 0.01})
+    seen: list[tuple[str | None, str]] = []
+
+    def wrap_socket(self, sock, *args, server_hostname=None, **kwargs):
+        seen.append((server_hostname, sock.getpeername()[0]))
+        raise ssl.SSLError("stop here: the handshake is not under test")
+
+    monkeypatch.setattr(ssl.SSLContext, "wrap_socket", wrap_socket)
+    store = RedisState(f"rediss://cache.internal.test:{listener.getsockname()[1]}/0")
+    try:
+        assert store.check(KEYS) is False and store.fallbacks == 1
+        assert seen and seen[0] == ("cache.internal.test", "127.0.0.1"), seen
+    finally:
+        store.close()
+        listener.close()

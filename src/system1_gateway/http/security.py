@@ -102,8 +102,11 @@ class Guard:
         """No key configured, or the request carries one of them."""
         if not self.keys:
             return True
-        scheme, _, given = headers.get("authorization", "").partition(" ")
-        presented = given.strip().encode("utf-8", "replace")
+        # Only the whitespace HTTP allows around a value (SP, HTAB; h11 strips it, other servers
+        # may not): str.strip() also dropped control characters (\x0b, \x1c-\x1f), so
+        # "Bearer <token>\x0b" passed (fuzz, issue 27).
+        scheme, _, given = headers.get("authorization", "").strip(" \t").partition(" ")
+        presented = given.strip(" \t").encode("utf-8", "replace")
         # compare_digest with every key, always: the time taken says nothing about which matched
         matches = [hmac.compare_digest(presented, key) for key in self.keys]
         return scheme.lower() == "bearer" and any(matches)

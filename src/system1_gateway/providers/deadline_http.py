@@ -17,32 +17,25 @@ bounded by its own deadline.
 as they come off the wire): past it the read fails and `cut_for_size()` says why, so a rung
 can answer with a clear error instead of holding a 200 MB body in memory.
 
-A host name is resolved here too, on a small pool of resolver threads, so resolution ends by
-the deadline as well (inside `socket.create_connection` a slow resolver held a 2 s attempt for
-10 s); each resolved address is then tried in turn within what is left. TLS still verifies the
+A host name is resolved here too, on a small pool of resolver threads (resolver.py), so
+resolution ends by the deadline as well (inside `socket.create_connection` a slow resolver held
+a 2 s attempt for 10 s); each resolved address is then tried in turn within what is left. TLS still verifies the
 origin's host name (httpcore passes it to `start_tls` separately).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
-import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Iterator
 
 import httpcore
 import httpx
 
+from .. import resolver
+
 _local = threading.local()
-# Resolver threads per host name, made on first use (getaddrinfo cannot be cancelled): a name
-# whose lookups hang ties up its own threads only, never another rung's lookups.
-_resolvers: dict[str, ThreadPoolExecutor] = {}
-_resolver_lock = threading.Lock()
-RESOLVER_THREADS = 2
 
 
 @contextlib.contextmanager
@@ -136,29 +129,14 @@ def _resolve(host: str, port: int) -> list[str]:
     """The addresses to try for `host`, resolved by the deadline (a name without a deadline,
     an IP literal and `localhost` are left to the socket layer as before)."""
     deadline = getattr(_local, "deadline", None)
-    if deadline is None or host == "localhost":
+    if deadline is None or not resolver.needs_lookup(host):
         return [host]
     try:
-        ipaddress.ip_address(host.strip("[]"))
-        return [host]
-    except ValueError:
-        pass
-    with _resolver_lock:
-        resolver = _resolvers.get(host)
-        if resolver is None:
-            resolver = _resolvers[host] = ThreadPoolExecutor(RESOLVER_THREADS, thread_name_prefix="system1-dns")
-    future = resolver.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
-    try:
-        infos = future.result(timeout=max(0.0, deadline - time.monotonic()))
-    except FutureTimeout:
-        future.cancel()
+        return resolver.resolve(host, port, deadline)
+    except TimeoutError:
         raise httpcore.ConnectTimeout(f"resolving {host!r} did not finish by the attempt's deadline") from None
     except OSError as exc:
-        raise httpcore.ConnectError(f"cannot resolve {host!r}: {exc.strerror or exc}") from None
-    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
-    if not addresses:
-        raise httpcore.ConnectError(f"cannot resolve {host!r}: no address")
-    return addresses
+        raise httpcore.ConnectError(str(exc)) from None
 
 
 def _pools(client: httpx.Client) -> list[Any]:

@@ -11,6 +11,11 @@ process to an in-memory store (a warning once; `status.state` and the `system1_s
 gauge say so); a background thread pings every second and, when Redis answers again, pushes
 what was kept meanwhile (cooldowns, later expiry wins; counters, added) and switches back.
 
+Connecting: a host name is resolved on the resolver pool (resolver.py) within the connect
+timeout (redis-py's own getaddrinfo is not bounded by it: a slow DNS server held every request
+for seconds), then redis-py connects to each address in turn; TLS still checks the certificate
+against, and sends SNI for, the host name.
+
 Secrets: the password, TLS files and username come from environment variables only
 (SYSTEM1_STATE_PASSWORD, SYSTEM1_STATE_USERNAME, SYSTEM1_STATE_CA_FILE,
 SYSTEM1_STATE_CERT_FILE, SYSTEM1_STATE_KEY_FILE); the URL shown anywhere has no password.
@@ -28,8 +33,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
+from redis.connection import Connection, SSLConnection
+from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from .. import resolver
 from ..logs import LOGGER
 from .base import COUNTERS, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, iso, today
 from .memory import MemoryState
@@ -116,15 +124,62 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def _tcp(conn: Connection) -> Any:
+    """redis-py's TCP connect (`Connection._connect`: its socket options and timeouts) to each
+    address of `conn.host`, resolved within `socket_connect_timeout` (socket.timeout, which
+    redis-py reports as its TimeoutError, past it). The connection's host stays the name for
+    everything else: errors, and TLS (SNI and the certificate check)."""
+    name = conn.host
+    if not resolver.needs_lookup(name):
+        return Connection._connect(conn)
+    bound = conn.socket_connect_timeout
+    addresses = resolver.resolve(name, conn.port, time.monotonic() + (bound if bound is not None else 30.0))
+    failure: OSError | None = None
+    for address in addresses:
+        conn.host = address  # an IP literal: redis-py's getaddrinfo of it is no lookup
+        try:
+            return Connection._connect(conn)
+        except OSError as exc:
+            failure = exc
+        finally:
+            conn.host = name
+    assert failure is not None  # resolve returns at least one address or raises
+    raise failure
+
+
+class BoundedConnection(Connection):
+    """redis:// with the host name resolved within the connect timeout."""
+
+    def _connect(self) -> Any:
+        return _tcp(self)
+
+
+class BoundedSSLConnection(SSLConnection):
+    """rediss:// with the host name resolved within the connect timeout; the TLS layer sees the
+    name (SSLConnection._connect, with its TCP step bounded)."""
+
+    def _connect(self) -> Any:
+        sock = _tcp(self)
+        try:
+            return self._wrap_socket_with_ssl(sock)
+        except (OSError, RedisError):
+            sock.close()
+            raise
+
+
 def connect(url: str) -> redis.Redis:
-    """A client that fails fast (no retries of its own: the fallback is ours)."""
+    """A client that fails fast (no retries of its own: the fallback is ours), whose connects,
+    name resolution included, end within SOCKET_TIMEOUT_S."""
     env = os.environ
+    scheme = urlsplit(url).scheme
     options: dict[str, Any] = {"socket_timeout": SOCKET_TIMEOUT_S, "socket_connect_timeout": SOCKET_TIMEOUT_S,
                                "retry": Retry(NoBackoff(), 0), "decode_responses": True}
     for var, option in (("SYSTEM1_STATE_PASSWORD", "password"), ("SYSTEM1_STATE_USERNAME", "username")):
         if env.get(var):
             options[option] = env[var]
-    if urlsplit(url).scheme == "rediss":
+    if scheme in ("redis", "rediss"):  # (unix:// has no host name)
+        options["connection_class"] = BoundedSSLConnection if scheme == "rediss" else BoundedConnection
+    if scheme == "rediss":
         for var, option in (("SYSTEM1_STATE_CA_FILE", "ssl_ca_certs"), ("SYSTEM1_STATE_CERT_FILE", "ssl_certfile"),
                             ("SYSTEM1_STATE_KEY_FILE", "ssl_keyfile")):
             if env.get(var):
