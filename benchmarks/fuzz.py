@@ -325,7 +325,7 @@ def main() -> int:
     print("-" * len(head))
     print(f"{'total':<18} {int(totals['cases']):>7} {int(totals['crashes']):>8} {int(totals['internal']):>9} "
           f"{int(totals['schema']):>7} {int(totals['other']):>6} {int(totals['leaks']):>11} {int(totals['late']):>5} "
-          f"{worst * 1000:>+15.1f} ms {totals['seconds']:>7.1f}")
+          f"{'n/a' if worst == float('-inf') else f'{worst * 1000:+.1f} ms':>18} {totals['seconds']:>7.1f}")
     print(f"wall time {wall:.1f} s with {args.jobs} worker process(es); "
           f"{totals['cases'] / wall:.0f} cases/s")
     print("\n'max past deadline' is elapsed − deadline (negative: back before the deadline); the property "

@@ -5,7 +5,9 @@ replies, request bodies), read so that nesting can never crash a reader.
 levels deep, which every `except ValueError` let through: a crafted `calibration.json` made each
 request an `internal_error`. Here it is a `json.JSONDecodeError` (a ValueError) like any other
 malformed text; files that hold small records also bound the depth outright, so a document that
-parses can still not be deeper than what reads it expects. Stdlib only (the hooks use it).
+parses can still not be deeper than what reads it expects. Every failure is a ValueError
+(JSONDecodeError; UnicodeDecodeError for bytes that are not UTF-8; the interpreter's integer
+digit limit), never another exception. Stdlib only (the hooks use it).
 """
 
 from __future__ import annotations
