@@ -224,6 +224,73 @@ def test_an_agent_spawn_is_recorded_with_the_chosen_model(cc):
     assert set(spawn["features"]) == {"read_only", "design", "review", "specified"}
 
 
+def _transcript_results(cc: ClaudeHome, session: str) -> dict[str, dict[str, Any]]:
+    """{tool_use_id: toolUseResult} of one session's transcript (what Claude Code says ran)."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in (cc.home / ".claude" / "projects").glob(f"*/{session}.jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            result, content = record.get("toolUseResult"), (record.get("message") or {}).get("content")
+            if isinstance(result, dict) and isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                        found[block["tool_use_id"]] = result
+    return found
+
+
+# (mode, READY recorded, what the orchestrator's Agent call adds, why the hook leaves it, the model that runs)
+SET_CASES = [("set", True, {}, None, "haiku"),
+             ("hint", True, {}, None, "opus"),
+             ("set", False, {}, "not_ready", "opus"),
+             ("set", True, {"subagent_type": "fork"}, "fork", "opus"),
+             ("set", True, {"model": "sonnet"}, "explicit_model", "sonnet")]
+
+
+@pytest.mark.parametrize("mode, ready, given, why_not, runs", SET_CASES,
+                         ids=["set", "hint", "set-not-ready", "fork", "orchestrator-chose"])
+def test_set_mode_sets_the_subagent_model_only_when_it_may(cc, mode, ready, given, why_not, runs):
+    """A read-only, specified brief (the rule: haiku, effort low) spawned by an Opus main loop:
+    in mode "set" with a READY verdict the Agent hook's updatedInput makes the subagent's
+    Messages requests go to Haiku (and the transcript's resolvedModel says so); in "hint"
+    mode, before READY, for a fork and over the orchestrator's own choice it changes nothing."""
+    brief = LONG_PROMPT  # the embedded engine reads it as read-only and specified (see the hint test)
+    call = {"description": "Explain the retry logic", "prompt": brief, "subagent_type": "general-purpose", **given}
+
+    def script(body):
+        last = " ".join(b.get("text", "") for b in last_user_blocks(body) if b.get("type") == "text")
+        if "Spawn a helper agent" in last and brief not in user_text(body):
+            return [{"type": "tool_use", "name": "Agent", "input": call}]
+        return [{"type": "text", "text": "done."}]
+
+    gate = cc.base / "state" / "routing" / "set.json"
+    if ready:
+        gate.parent.mkdir(parents=True, exist_ok=True)
+        gate.write_text(json.dumps({"verdict": "READY", "at": "2026-12-03T10:00:00Z", "evaluate": {}}))
+    cc.write_config(routing={**ROUTING_ON["routing"], "log_dirs": [str(cc.project)], "mode": mode},
+                    guard=ROUTING_ON["guard"])
+    before = len(cc.log_entries())
+    try:
+        with MockAnthropic(script) as api:
+            cc.prompt(api, "Spawn a helper agent: it should explain the retry logic of the network client", "Agent")
+    finally:
+        gate.unlink(missing_ok=True)
+        cc.write_config(routing={**ROUTING_ON["routing"], "log_dirs": [str(cc.project)]}, guard=ROUTING_ON["guard"])
+    spawns = [e for e in cc.log_entries()[before:] if e["source"] == "agent"]
+    assert len(spawns) == 1, cc.log_entries()[before:]
+    spawn = spawns[0]
+    assert spawn["mode"] == mode and spawn["rule_tier"] == "haiku" and spawn["why_not_set"] == why_not, spawn
+    assert (spawn["set_model"], spawn["set_effort"]) == (("haiku", "low") if runs == "haiku" else (None, None))
+    main = [r for r in api.main_requests() if brief not in user_text(r)]
+    subagent = [r for r in api.main_requests() if brief in user_text(r)]
+    assert main and subagent, [r.get("model") for r in api.requests]
+    assert all("opus" in r["model"] for r in main)
+    assert all(runs in r["model"] for r in subagent), [r["model"] for r in subagent]
+    if runs == "haiku":
+        assert all(r.get("output_config", {}).get("effort") == "low" for r in subagent), subagent[0].get("output_config")
+    resolved = _transcript_results(cc, spawn["session_id"])[spawn["tool_use_id"]].get("resolvedModel")
+    assert resolved and runs in resolved, resolved
+
+
 def _bash_script(command):
     def script(body):
         if tool_results(body):

@@ -81,6 +81,7 @@ def test_defaults_are_all_off():
     ({"guard": {"budget_s": 0}}, "[guard] budget_s: expected a number from 0.05 to 30"),
     ({"guard": {"auto_deny_min_confidence": 5}}, "[guard] auto_deny_min_confidence: expected a number from 0 to 1"),
     ({"guard": {"auto_context": "sometimes"}}, "[guard] auto_context: expected true or false"),
+    ({"routing": {"mode": "act"}}, "[routing] mode: expected \"log\", \"hint\" or \"set\", got 'act'"),
 ])
 def test_invalid_hook_settings_name_table_and_key_in_hooks_and_config(write_config, tables, message):
     with pytest.raises(settings.Problem, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")
@@ -96,6 +97,14 @@ def test_invalid_hook_settings_name_table_and_key_in_hooks_and_config(write_conf
     assert str(path) in str(refused.value) and message in str(refused.value)
     _, problem = settings.load()
     assert message in problem
+
+
+@pytest.mark.parametrize("given, mode", [({}, "log"), ({"hint": True}, "hint"), ({"hint": False}, "log"),
+                                         ({"mode": "set"}, "set"), ({"mode": "log", "hint": True}, "log"),
+                                         ({"mode": "set", "hint": False}, "set")])
+def test_routing_mode_and_the_older_hint_flag(given, mode):
+    """`hint = true` alone means mode "hint"; when both are given, mode wins."""
+    assert settings.parse({"routing": given})["routing"]["mode"] == mode
 
 
 def test_config_carries_the_hook_tables(write_config, tmp_path):
@@ -511,3 +520,201 @@ def test_hooks_import_the_standard_library_only(write_config, tmp_path, start_da
     proc = subprocess.run([sys.executable, "-I", "-c", PROBE % (payload.encode(), f"system1_gateway.hooks.{name}", HEAVY)],
                           capture_output=True, text=True, timeout=60)
     assert "LOADED=\n" in proc.stderr, proc.stderr
+
+
+# -- `source`: machine-injected prompts ------------------------------------------------------
+
+def test_a_machine_injected_prompt_is_skipped_by_its_source(write_config, tmp_path, start_daemon):
+    """The payload's `source` says who wrote the prompt: only `user` and `sdk` are routed (no
+    engine call, no hint, no log line otherwise); without the field, the prefixes decide."""
+    config(write_config, tmp_path, routing=routing_on(tmp_path), skills={"enabled": False})
+    start_daemon()
+    for source in ("system", "loop_wakeup", "schedule_wakeup", "poll_event", "from-the-future"):
+        code, out, err = hook("route", {"prompt": LONG, "cwd": str(tmp_path), "source": source}, "--explain")
+        assert code == 0 and out is None and f"machine-injected prompt (source={source})" in err and "judge" not in err
+    assert log(tmp_path) == []
+    for source in ("user", "sdk"):
+        out = hook("route", {"prompt": LONG, "cwd": str(tmp_path), "source": source})[1]
+        assert out["hookSpecificOutput"]["additionalContext"].startswith(HINT)
+    # a person who types a hand-back's opening is still a person once `source` says so
+    typed = "<task-notification> is the tag my parser chokes on: explain how src/parse.py reads tags"
+    assert hook("route", {"prompt": typed, "cwd": str(tmp_path), "source": "user"})[1] is not None
+    code, out, err = hook("route", {"prompt": typed, "cwd": str(tmp_path)}, "--explain")  # no source: a prefix
+    assert out is None and "subagent hand-back" in err
+    assert len(log(tmp_path)) == 3
+
+
+# -- routing modes ------------------------------------------------------------------------------
+
+def test_route_hints_in_modes_hint_and_set_and_not_in_log(write_config, tmp_path, start_daemon):
+    config(write_config, tmp_path)
+    start_daemon()
+    for mode, hinted in (("log", False), ("hint", True), ("set", True)):
+        config(write_config, tmp_path, routing=routing_on(tmp_path, hint=False, mode=mode), skills={"enabled": False})
+        out = hook("route", {"prompt": LONG, "cwd": str(tmp_path)})[1]
+        assert (out is not None) is hinted, mode
+        entry = log(tmp_path)[-1]
+        assert (entry["mode"], entry["hinted"]) == (mode, hinted)
+
+
+def test_the_rule_may_return_a_dict_with_fable_and_effort(tmp_path):
+    path = tmp_path / "rule.py"
+    path.write_text("def tier(f):\n    return {'model': 'fable', 'effort': 'max', 'override_explicit': True}\n")
+    assert rule.decide({}, str(path)) == {"model": "fable", "effort": "max", "override_explicit": True}
+    assert rule.apply_rule({}, str(path)) == "fable"
+    for bad in ("{'model': 'gpt'}", "{'model': 'haiku', 'effort': 'huge'}", "{'model': 'haiku', 'why': 1}",
+                "{'model': 'haiku', 'override_explicit': 'yes'}", "['haiku']"):
+        path.write_text(f"def tier(f):\n    return {bad}\n")
+        with pytest.raises(rule.RuleError, match="expected a tier .haiku, sonnet, opus, fable. or a dict"):
+            rule.decide({}, str(path))
+    features = {"read_only": True, "design": False, "review": False, "specified": True}
+    assert rule.decide(features, rule.DEFAULT) == {"model": "haiku", "effort": "low", "override_explicit": False}
+
+
+# -- the Agent hook in mode "set" -----------------------------------------------------------
+
+def transcript(tmp_path, model: str) -> str:
+    """A session transcript whose last assistant turn (the one holding the Agent call) ran on `model`."""
+    path = tmp_path / "session.jsonl"
+    lines = [{"type": "user", "message": {"role": "user", "content": "go"}},
+             {"type": "assistant", "message": {"model": model, "role": "assistant", "content": []}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
+
+
+def spawn_payload(tmp_path, parent: str = "claude-opus-5-5", **tool_input):
+    given = {"description": "Find undocumented functions", "prompt": LONG, "subagent_type": "general-purpose",
+             "run_in_background": True, **tool_input}
+    return {"cwd": str(tmp_path), "tool_name": "Agent", "tool_use_id": "toolu_s", "session_id": "s1",
+            "transcript_path": transcript(tmp_path, parent), "tool_input": given}
+
+
+def ready(tmp_path, verdict: str = "READY") -> None:
+    folder = tmp_path / "state" / "routing"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "set.json").write_text(json.dumps({"verdict": verdict, "at": "2026-12-03T10:00:00Z", "evaluate": {}}))
+
+
+def haiku_rule(extra: str = "") -> None:
+    (Path(os.environ["SYSTEM1_CONFIG"]).parent / "routing_rule.py").write_text(
+        "def tier(features):\n    return {'model': 'haiku', 'effort': 'low'" + extra + "}\n")
+
+
+def test_set_mode_sets_the_model_and_echoes_the_whole_input(write_config, tmp_path, start_daemon):
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set"))
+    start_daemon()
+    haiku_rule()
+    ready(tmp_path)
+    payload = spawn_payload(tmp_path)
+    code, out, err = hook("agent", payload, "--explain")
+    assert code == 0, err
+    assert out == {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {
+        **payload["tool_input"], "model": "haiku", "effort": "low"}}}, err
+    assert "set: model haiku, effort low (would have run opus)" in err
+    entry = log(tmp_path)[-1]
+    assert (entry["mode"], entry["set_model"], entry["set_effort"], entry["why_not_set"]) == ("set", "haiku", "low", None)
+    assert entry["rule_tier"] == "haiku" and entry["model"] is None
+    # an effort the orchestrator chose stays; the model is still set
+    out = hook("agent", spawn_payload(tmp_path, effort="high"))[1]
+    assert out["hookSpecificOutput"]["updatedInput"]["effort"] == "high"
+    assert (log(tmp_path)[-1]["set_model"], log(tmp_path)[-1]["set_effort"]) == ("haiku", None)
+    # outside the log dirs it still sets, and logs nothing
+    elsewhere = {**spawn_payload(tmp_path), "cwd": "/"}
+    before = len(log(tmp_path))
+    assert hook("agent", elsewhere)[1]["hookSpecificOutput"]["updatedInput"]["model"] == "haiku"
+    assert len(log(tmp_path)) == before
+
+
+def test_set_mode_leaves_the_spawn_alone_and_says_why(write_config, tmp_path, start_daemon):
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set"))
+    start_daemon()
+    haiku_rule()
+
+    def left_alone(payload, why, said):
+        code, out, err = hook("agent", payload, "--explain")
+        assert code == 0 and out is None and said in err, err
+        assert log(tmp_path)[-1]["why_not_set"] == why and log(tmp_path)[-1]["set_model"] is None
+        return err
+
+    left_alone(spawn_payload(tmp_path), "not_ready", 'mode = "set" but not READY')  # no verdict recorded
+    ready(tmp_path)
+    left_alone(spawn_payload(tmp_path, subagent_type="fork"), "fork", '"fork" ignores model')
+    left_alone(spawn_payload(tmp_path, model="sonnet"), "explicit_model", "chosen explicitly (sonnet)")
+    left_alone(spawn_payload(tmp_path, "claude-haiku-5-5"), "same_model", "haiku runs anyway")
+    agents = tmp_path / ".claude" / "agents"  # the user's own agent names its model: also explicit
+    agents.mkdir(parents=True)
+    (agents / "doc-finder.md").write_text("---\nname: doc-finder\ndescription: Finds docs.\nmodel: opus\n---\nFind.\n")
+    left_alone(spawn_payload(tmp_path, subagent_type="doc-finder"), "explicit_model", "chosen explicitly (opus)")
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set", min_confidence=0.95))
+    left_alone(spawn_payload(tmp_path), "below_threshold", "(read_only 0.90 < 0.95)")
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="hint"))
+    code, out, _ = hook("agent", spawn_payload(tmp_path))
+    assert out is None and log(tmp_path)[-1]["mode"] == "hint" and log(tmp_path)[-1]["why_not_set"] is None
+    # the rule may override an explicit choice
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set"))
+    haiku_rule(", 'override_explicit': True")
+    out = hook("agent", spawn_payload(tmp_path, model="sonnet"))[1]
+    assert out["hookSpecificOutput"]["updatedInput"]["model"] == "haiku"
+
+
+def test_set_mode_without_an_engine_leaves_the_spawn_alone(write_config, tmp_path):
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set", budget_s=0.5))
+    ready(tmp_path)
+    code, out, err = hook("agent", spawn_payload(tmp_path), "--explain")  # no daemon
+    assert code == 0 and out is None and "no daemon is running" in err
+    assert log(tmp_path)[-1]["why_not_set"] == "no_answer"
+
+
+def test_session_start_says_when_routing_sets_models(write_config, tmp_path, start_daemon):
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set"))
+    start_daemon()
+    message = hook("session_start", {"source": "startup"})[1]["systemMessage"]
+    assert message.startswith('System-1: [routing] mode = "set" is not READY: subagent models are only hinted')
+    ready(tmp_path, "FORCED")
+    assert hook("session_start", {"source": "startup"})[1] == {
+        "systemMessage": "System-1: routing sets subagent models (FORCED 2026-12-03)."}
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="hint"))
+    assert hook("session_start", {"source": "startup"})[1] is None
+
+
+# -- `system1 routing`: the READY gate --------------------------------------------------------
+
+def test_routing_set_needs_ready_or_force_and_status_shows_which(write_config, tmp_path):
+    from conftest import run_cli
+
+    path = config(write_config, tmp_path, routing={"enabled": True, "hint": True})
+    gate = tmp_path / "state" / "routing" / "set.json"
+    code, out, err = run_cli("routing", "set", "--min-failures", "0")  # nothing labelled: NOT READY
+    assert code == 3 and "NOT READY" in out[0]["error"] and out[0]["mode"] == "hint", err
+    assert any("no labelled prompts" in r for r in out[0]["reasons"])
+    assert not gate.exists() and 'mode' not in path.read_text()
+    code, out, err = run_cli("routing", "set", "--force")
+    assert code == 0, err
+    assert out[0]["mode"] == "set" and out[0]["shown"].startswith("set (FORCED at 20")
+    assert 'mode = "set"' in path.read_text() and "hint" not in path.read_text()
+    record = json.loads(gate.read_text())
+    assert record["verdict"] == "FORCED" and record["evaluate"]["verdict"] == "NOT READY"
+    assert oct(gate.stat().st_mode & 0o777) == "0o600"
+    code, out, _ = run_cli("status")
+    assert out[0]["routing"]["shown"].startswith("set (FORCED at ") and out[0]["routing"]["verdict"] == "FORCED"
+    code, out, _ = run_cli("routing", "hint")
+    assert code == 0 and out[0]["mode"] == "hint" and not gate.exists()
+
+
+def test_routing_set_turns_on_when_evaluate_says_ready(write_config, tmp_path):
+    """One labelled failed spawn: the mock engine says yes to every feature (as labelled), the
+    rule picks opus over the haiku that failed: READY at --min-failures 1."""
+    from conftest import run_cli
+
+    config(write_config, tmp_path, routing={"enabled": True})
+    logs = tmp_path / "state" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "routing.jsonl").write_text(json.dumps({
+        "source": "agent", "prompt": LONG, "tool_use_id": "toolu_1", "outcome": "failed", "outcome_tier": "haiku"}) + "\n")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"key": f"agent:toolu_1:{name}", "label": "true"}) + "\n"
+                              for name in FEATURE_WORDS))
+    code, out, err = run_cli("routing", "set", "--log", str(logs / "routing.jsonl"), "--labels-file", str(labels),
+                             "--min-failures", "1")
+    assert code == 0, err
+    assert out[0]["shown"].startswith("set (READY at ") and out[0]["verdict"]["evaluate"]["verdict"] == "READY"

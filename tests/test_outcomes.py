@@ -214,7 +214,8 @@ def test_usage_counts_each_api_response_once(tmp_path):
     usage = [u for f in tr.iter_files(tmp_path) for u in tr.iter_usage(f, seen=seen)]
     assert [(u.key, u.model, u.output_tokens, u.cache_5m_input_tokens) for u in usage] == [
         ("msg_1", "claude-sonnet-5-5", 42, 7), ("req_10", "claude-haiku-5-5", 3, 0)]
-    assert tr.model_family(usage[0].model) == "sonnet" and tr.model_family("fable-1") == "fable-1"
+    assert tr.model_family(usage[0].model) == "sonnet" and tr.model_family("fable-1") == "fable"
+    assert tr.model_family("gpt-5") == "gpt-5"  # not a Claude tier: the id itself
 
 
 def test_missing_fields_never_crash_and_weak_evidence_is_doubtful(tmp_path):

@@ -172,6 +172,7 @@ INVOCATIONS: dict[str, tuple[list[str], str, set[int], str]] = {
     "outcomes": (["--projects", "{projects}"], "", {0}, ""),
     "report": (["--projects", "{projects}"], "", {0}, ""),
     "bench": (["{bench}", "--providers", "mock", "--out", "{benchout}"], "", {0}, ""),
+    "routing": (["status"], "", {0}, '"mode": "log"'),
     "install-claude": ([], "", {0}, "claude mcp add"),
     "install-pi": ([], "", {0}, "extensions"),
     "smoke": (["--pretty"], "", {0}, '"ok": true'),

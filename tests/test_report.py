@@ -70,7 +70,7 @@ def test_real_transcripts_give_hand_computed_totals():
     assert r["by_tier"]["subagent:haiku"]["spawns"] == 1 and r["by_tier"]["subagent:opus"]["spawns"] == 2
     # usual mix = the spawns without a hint (one opus, one sonnet); the followed spawn was opus
     s = r["savings"]
-    assert s["usual_mix"] == {"haiku": 0.0, "sonnet": 0.5, "opus": 0.5}
+    assert s["usual_mix"] == {"haiku": 0.0, "sonnet": 0.5, "opus": 0.5, "fable": 0.0}
     opus_rates, sonnet_rates = PRICES.models["claude-opus-5-5"], PRICES.models["claude-sonnet-5-5"]
     msg3 = {"input": 301, "output": 32, "cache_write_5m": 304, "cache_write_1h": 8, "cache_read": 3003}
 
@@ -195,3 +195,49 @@ def test_the_html_page_renders_its_charts_in_headless_chromium(tmp_path):
     assert colourful.mean() > 0.02, colourful.mean()
     # and not a blank page: plenty of non-white
     assert (pixels.mean(axis=2) < 0.9).mean() > 0.05
+
+
+def test_spawns_the_hook_set_are_measured_against_what_would_have_run(tmp_path):
+    """Two spawns the Agent hook set to haiku (the log's set_model, joined by tool_use_id): the
+    one that succeeded saved opus − haiku on its own tokens (opus: the spawning loop's model, as
+    no model was asked for); the one that failed is lost whole. Neither counts as under a hint."""
+    from test_outcomes import SESSION, launched, notified
+
+    def usage(uid: str, msg: str, model: str) -> dict:
+        return envelope(uid, "2026-01-01T10:00:05Z", type="assistant", message={
+            "id": msg, "model": model, "content": [{"type": "text", "text": "ok"}],
+            "usage": {"input_tokens": 1000, "output_tokens": 100, "cache_read_input_tokens": 0,
+                      "cache_creation_input_tokens": 0}})
+    prompt = envelope("p1", "2026-01-01T10:00:00Z", type="user", promptId="pp1",
+                      message={"role": "user", "content": "List the modules and their public functions please"})
+    records = [prompt,
+               spawn("toolu_ok", "2026-01-01T10:00:01Z", "List modules", "List the modules under src/"),
+               launched("toolu_ok", "2026-01-01T10:00:02Z", "agOK"),
+               spawn("toolu_bad", "2026-01-01T10:00:01Z", "List tests", "List the tests under tests/"),
+               launched("toolu_bad", "2026-01-01T10:00:02Z", "agBAD"),
+               notified("toolu_ok", "2026-01-01T10:01:00Z", "agOK", "completed", "Done."),
+               notified("toolu_bad", "2026-01-01T10:01:00Z", "agBAD", "failed")]
+    main = write_session(tmp_path, records)
+    subagents = main.parent / SESSION / "subagents"
+    subagents.mkdir(parents=True)
+    for agent in ("agOK", "agBAD"):
+        (subagents / f"agent-{agent}.jsonl").write_bytes(
+            json.dumps(usage(f"s-{agent}", f"m-{agent}", "claude-haiku-5-5"), separators=(",", ":")).encode() + b"\n")
+    log = tmp_path / "routing.jsonl"
+    log.write_text("".join(json.dumps({"source": "agent", "tool_use_id": t, "set_model": "haiku", "mode": "set"},
+                                      separators=(",", ":")) + "\n" for t in ("toolu_ok", "toolu_bad")))
+    r = report_of(tmp_path, log)
+    st = r["set"]
+    assert (st["spawns"], st["ran_as_set"], st["succeeded"], st["failed"], st["failure_rate"]) == (2, 2, 1, 1, 0.5)
+    assert st["by_tier"] == {"haiku": 2} and st["baselines"] == {"asked_or_parent": 1, "usual_mix": 0, "unpriced": 0}
+    tokens = {"input": 1000, "output": 100, "cache_write_5m": 0, "cache_write_1h": 0, "cache_read": 0}
+
+    def cost(model: str) -> float:
+        return sum(tokens[b] * PRICES.models[model][b] for b in tokens) / 1e6
+    assert st["realised_usd"] == pytest.approx(cost("claude-opus-5-5") - cost("claude-haiku-5-5"), abs=1e-6)
+    assert st["failed_cost_usd"] == pytest.approx(cost("claude-haiku-5-5"), abs=1e-6)
+    assert st["net_usd"] == pytest.approx(st["realised_usd"] - st["failed_cost_usd"], abs=1e-6)
+    assert r["spawns_under_hint"] == 0 and r["savings"]["set_net_usd"] == st["net_usd"]
+    # a human outcome label in the log wins over the transcript's evidence
+    log.write_text(log.read_text().replace('"toolu_bad","set_model"', '"toolu_bad","outcome":"succeeded","set_model"'))
+    assert report_of(tmp_path, log)["set"]["failed"] == 0

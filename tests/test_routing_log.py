@@ -41,6 +41,6 @@ def test_rewrite_changes_only_revised_lines_keeps_a_backup_and_writes_nothing_un
 def test_the_features_and_tiers_are_those_the_default_rule_reads():
     from system1_gateway.routing.rule import DEFAULT, apply_rule
 
-    assert FEATURES == ("read_only", "design", "review", "specified") and TIERS == ("haiku", "sonnet", "opus")
+    assert FEATURES == ("read_only", "design", "review", "specified") and TIERS == ("haiku", "sonnet", "opus", "fable")
     assert apply_rule({f: False for f in FEATURES}, DEFAULT) == "opus"
     assert apply_rule({"read_only": True, "design": False, "review": False, "specified": True}, DEFAULT) == "haiku"

@@ -561,6 +561,7 @@ COMMANDS = {
     "outcomes": lambda args: _cmd_learn("outcomes", args),
     "report": lambda args: _cmd_learn("report", args),
     "bench": lambda args: _cmd_learn("bench", args),
+    "routing": lambda args: _cmd_learn("routing", args),
 }
 
 

@@ -1,4 +1,5 @@
-"""`system1 order A B …`: rewrite `provider` and `fallback` in the config file, nothing else.
+"""`system1 order A B …`: rewrite `provider` and `fallback` in the config file, nothing else;
+`system1 routing log|hint|set`: rewrite `[routing] mode` (and `enabled`), nothing else.
 
 tomlkit keeps comments, formatting and every unrelated key byte for byte; only the two
 values change (or are added under [gateway] when absent). The new text is validated as a
@@ -106,3 +107,36 @@ def _replace(path: Path, text: str) -> None:
         write_atomic(path, text, mode)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def write_routing_mode(mode: str, path: Path | None = None) -> Path:
+    """Set `[routing] mode` (and `enabled = true` for "hint" and "set"; the older `hint` key is
+    removed: the mode says it). Comments and every other key are kept; the result must load."""
+    from .config_tables import ROUTING_MODES
+
+    if mode not in ROUTING_MODES:
+        raise ConfigError(f"routing: expected one of {', '.join(ROUTING_MODES)}, got {mode!r}")
+    path = path or config_path()
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    try:
+        doc = tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    routing = doc.get("routing")
+    if routing is not None and not isinstance(routing, dict):
+        raise ConfigError(f"{path}: 'routing' must be a table")
+    if routing is None:
+        routing = tomlkit.table()
+        doc.add("routing", routing)
+    if mode in ("hint", "set"):
+        routing["enabled"] = True
+    routing["mode"] = mode
+    if "hint" in routing:
+        del routing["hint"]
+    new_text = tomlkit.dumps(doc)
+    parse_config_text(new_text, path)  # the file as written must load; raises ConfigError
+    _replace(path, new_text)  # (write_atomic makes the folder, 0700, when there is none)
+    return path

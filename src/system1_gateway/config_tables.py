@@ -20,8 +20,10 @@ from .paths import config_path
 # The defaults, and the type of each key. Everything is off until the user turns it on.
 DEFAULTS: dict[str, dict[str, Any]] = {
     "routing": {
-        "enabled": False,        # ask the four routing features of each prompt
-        "hint": False,           # add the one-line hint when every feature clears min_confidence
+        "enabled": False,        # ask the four routing features of each prompt (and spawn brief)
+        "mode": "log",           # "log" | "hint" (the one-line hint) | "set" (the Agent hook sets
+                                 # the subagent's model; needs `system1 routing set`): see `parse`
+        "hint": False,           # the older spelling: true means mode "hint" (a given mode wins)
         "min_confidence": 0.8,
         "log_dirs": [],          # repositories (or parents) whose prompts are logged, locally
         "budget_s": 1.5,         # the engine budget per prompt, shared with the skill picker
@@ -44,6 +46,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 ON_FAILURE = ("ask", "open")
+ROUTING_MODES = ("log", "hint", "set")  # routing.MODES (not imported: config.py reads this module too)
 TABLES = tuple(DEFAULTS)
 # What a boolean setting given as text means (pydantic's words, so the fast path and the
 # validated config agree); anything else is malformed.
@@ -98,6 +101,10 @@ def _check(table: str, key: str, value: Any) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
             raise Problem(f"{where}: expected a list of directory paths, got {value!r}")
         return [os.path.abspath(os.path.expanduser(v)) for v in value]
+    if key == "mode":
+        if value not in ROUTING_MODES:
+            raise Problem(f"{where}: expected \"log\", \"hint\" or \"set\", got {value!r}")
+        return value
     if key == "on_failure":
         if value not in ON_FAILURE:
             raise Problem(f"{where}: expected \"ask\" or \"open\", got {value!r}")
@@ -106,7 +113,10 @@ def _check(table: str, key: str, value: Any) -> Any:
 
 
 def parse(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The three tables of a parsed config file, with defaults; raises Problem."""
+    """The three tables of a parsed config file, with defaults; raises Problem.
+
+    `[routing] mode` is the effective mode: the given `mode`, else "hint" when the older
+    `hint = true` is given, else "log" (when both are given and disagree, `mode` wins)."""
     settings = {}
     for table, defaults in DEFAULTS.items():
         raw = data.get(table, {})
@@ -117,6 +127,9 @@ def parse(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
             raise Problem(f"[{table}] {unknown[0]}: unknown key (expected one of {', '.join(defaults)})")
         settings[table] = {key: _check(table, key, raw[key]) if key in raw else default
                            for key, default in defaults.items()}
+    routing = settings["routing"]
+    if "mode" not in data.get("routing", {}) and routing["hint"]:
+        routing["mode"] = "hint"  # `hint = true` alone is the older spelling of mode "hint"
     return settings
 
 

@@ -126,5 +126,17 @@ def status(config: Config, config_error: ConfigError | None, rungs: Rungs,
         "preferred_start": None if config_error else order[0],
         "actual_start": None if config_error else starting_rung(config, rungs, state, order),
         "state": state.describe(),
+        "routing": routing_mode(config),
         **state.today(),
     }
+
+
+def routing_mode(config: Config) -> dict[str, Any]:
+    """The hooks' routing mode as it acts now: "set" shows its READY (or forced) verdict."""
+    from .routing import gate
+
+    routing = config.hooks["routing"]
+    record = gate.read() if routing["mode"] == "set" else None
+    return {"enabled": routing["enabled"], "mode": routing["mode"],
+            "shown": gate.describe(routing["mode"], record) if routing["enabled"] else "off",
+            "verdict": record["verdict"] if record else None, "at": record["at"] if record else None}

@@ -1,5 +1,5 @@
-"""PreToolUse on Agent (alias Task): the spawn recorder. Record-only: it prints nothing and
-never changes the spawn.
+"""PreToolUse on Agent (alias Task): the spawn recorder, and in `[routing] mode = "set"` the
+model setter.
 
     <venv python> -I -m system1_gateway.hooks.agent [--explain] < hook-input.json
 
@@ -7,11 +7,28 @@ Where the routing log is on (`[routing] enabled` and the repository in `[routing
 it logs the brief's four routing features, the tier the rule would pick, the model the
 orchestrator chose (`tool_input.model`, null when it left the default), `subagent_type` and
 `tool_use_id` (which `system1 outcomes` and `report` join with the transcript), with
-`source: "agent"`. Without an answer from the engine it still logs the spawn, without features.
+`source: "agent"`, the routing `mode`, and what it set (`set_model`, `set_effort`) or why not
+(`why_not_set`). Without an answer from the engine it still logs the spawn, without features.
+
+In modes "log" and "hint" it prints nothing. In mode "set", once `system1 routing set` has
+recorded a READY (or forced) verdict (routing/gate.py), it sets the subagent's `model` (and
+`effort`, when the rule gives one) with `updatedInput` — the whole `tool_input` echoed — when
+  * every feature clears the routing threshold (the fitted bar, else `[routing] min_confidence`),
+  * `subagent_type` is not "fork" (a fork ignores `model`),
+  * no model was chosen explicitly (`tool_input.model`, or the `model:` of the subagent's
+    definition in .claude/agents/), unless the rule returned `override_explicit: true`,
+  * and the rule's tier differs from what would run anyway (the explicit model, else the
+    spawning loop's model, read from the transcript's last assistant turn).
+No `permissionDecision` goes with it: Claude Code 2.1.332 applies `updatedInput` without one
+(measured with the real CLI, tests/test_claude_code.py), so the hook never approves a spawn.
+Otherwise `why_not_set` says which condition failed: not_ready, fork, no_answer,
+below_threshold, explicit_model or same_model.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
 if TYPE_CHECKING:
@@ -19,34 +36,161 @@ if TYPE_CHECKING:
 
 from . import common
 from .common import NoAnswer, Run
-from ..routing.rule import RuleError, apply_rule
+from ..routing import TIERS, gate
+from ..routing.rule import RuleError, decide
+
+TRANSCRIPT_TAIL = 256 << 10  # bytes of the transcript read for the spawning loop's model
+AGENT_FILES = 200  # agent definitions looked at per folder, at most
 
 
-def body(run: Run) -> None:
+def family(model: Any) -> str | None:
+    """The tier of a model alias or id ('claude-haiku-5-5' → 'haiku'), None when none."""
+    if not isinstance(model, str):
+        return None
+    lowered = model.lower()
+    return next((tier for tier in TIERS if tier in lowered), None)
+
+
+def parent_model(run: Run) -> str | None:
+    """The spawning loop's model: the last assistant turn's `message.model` in the transcript's
+    tail (Claude Code writes the turn holding the Agent call before the hook runs)."""
+    where = run.text("transcript_path")
+    if not where:
+        return None
+    try:
+        with open(where, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - TRANSCRIPT_TAIL))
+            tail = handle.read()
+    except OSError:
+        return None
+    for line in reversed(tail.split(b"\n")):
+        if b'"assistant"' not in line or b'"model"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        message = record.get("message") if isinstance(record, dict) else None
+        model = message.get("model") if isinstance(message, dict) else None
+        if record.get("type") == "assistant" and isinstance(model, str) and not model.startswith("<"):
+            return model
+    return None
+
+
+def defined_model(run: Run, subagent_type: str) -> str | None:
+    """The `model:` of the subagent's own definition (project, then user .claude/agents/*.md),
+    when it names one other than `inherit`: a choice the user made in a file."""
+    if not subagent_type or subagent_type in ("general-purpose", "fork") or ":" in subagent_type:
+        return None
+    from .skills import frontmatter
+
+    project = os.environ.get("CLAUDE_PROJECT_DIR") or run.text("cwd") or os.getcwd()
+    user = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    for folder in (os.path.join(project, ".claude", "agents"), os.path.join(user, "agents")):
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".md"))[:AGENT_FILES]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as handle:
+                    fields = frontmatter(handle.read(16 << 10))
+            except OSError:
+                continue
+            if fields.get("name", name[:-3]) == subagent_type:
+                model = fields.get("model", "").strip()
+                return model if model and model != "inherit" else None
+    return None
+
+
+def body(run: Run) -> dict[str, Any] | None:
     routing = run.settings["routing"]
-    if not routing["enabled"] or not common.logs_here(run, run.text("cwd")):
-        run.say("not recording: routing off or no log for this directory ([routing] log_dirs)")
+    if run.problem or not routing["enabled"]:
+        run.say("routing is off ([routing] enabled = false, or a broken config)")
         return None
     if common.toggle.paused():
         run.say("paused (system1 toggle on resumes)")
         return None
+    mode = routing["mode"]
+    logging = common.logs_here(run, run.text("cwd"))
+    setting = mode == "set"
+    if not (logging or setting):
+        run.say(f"not recording: no log for this directory ([routing] log_dirs) and mode = {mode!r}")
+        return None
+    ready = gate.read() if setting else None
+    given = run.payload.get("tool_input")
+    tool_input: dict[str, Any] = given if isinstance(given, dict) else {}
     brief = run.text("tool_input", "prompt")
+    subagent_type = run.text("tool_input", "subagent_type")
+    explicit = run.text("tool_input", "model") or None
     record: dict[str, Any] = {**common.base_record(run, "agent"), "prompt": brief,
                               "description": run.text("tool_input", "description") or None,
-                              "model": run.text("tool_input", "model") or None,
-                              "subagent_type": run.text("tool_input", "subagent_type") or None,
+                              "model": explicit, "subagent_type": subagent_type or None,
                               "tool_use_id": run.text("tool_use_id") or None,
-                              "features": None, "rule_tier": None}
-    if brief.strip():
+                              "features": None, "rule_tier": None, "mode": mode,
+                              "set_model": None, "set_effort": None, "why_not_set": None}
+    why_not = None
+    if setting and ready is None:
+        why_not = "not_ready"
+        run.say('mode = "set" but not READY (no verdict recorded by `system1 routing set`): acting as "hint", '
+                "the spawn is left as it is")
+    elif setting and subagent_type == "fork":
+        why_not = "fork"
+        run.say('subagent_type "fork" ignores model: left as it is')
+    wants_answer = logging or (setting and why_not is None)
+    features = choice = None
+    if wants_answer and brief.strip():
         try:
             features = common.routing_features(run, brief, routing["budget_s"])
             record["features"] = common.feature_record(features)
-            record["rule_tier"] = apply_rule({name: yes for name, (yes, _) in features.items()})
+            choice = decide({name: yes for name, (yes, _) in features.items()})
+            record["rule_tier"] = choice["model"]
         except (NoAnswer, RuleError) as exc:
             run.say(f"features: none: {exc}")
             record["error"] = str(exc)
-    common.append_log(run, record)
-    return None
+    out = None
+    if setting and why_not is None:
+        why_not, out = _set(run, tool_input, features, choice, explicit or defined_model(run, subagent_type))
+    if setting:
+        record["why_not_set"] = why_not
+        if out:
+            record["set_model"] = out["model"]
+            record["set_effort"] = out.get("effort") if out.get("effort") != tool_input.get("effort") else None
+    if logging:
+        common.append_log(run, record)
+    if not out:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": out}}
+
+
+def _set(run: Run, tool_input: dict[str, Any], features: dict[str, tuple[bool, float]] | None,
+         choice: dict[str, Any] | None, explicit: str | None) -> tuple[str | None, dict[str, Any] | None]:
+    """(why not set, None) or (None, the whole tool_input with the model set)."""
+    if features is None or choice is None:
+        run.say("not set: no answer from the engine or the rule")
+        return "no_answer", None
+    unsure = common.unsure(run, features)
+    if unsure:
+        run.say("not set: below the routing threshold:" + "".join(
+            f" ({name} {features[name][1]:.2f} < {bar:.2f})" for name, bar in unsure.items()))
+        return "below_threshold", None
+    model, effort = choice["model"], choice["effort"]
+    if explicit and not choice["override_explicit"]:
+        run.say(f"not set: the model was chosen explicitly ({explicit}); the rule said {model}")
+        return "explicit_model", None
+    anyway = family(explicit) if explicit else family(parent_model(run))
+    if anyway == model:
+        run.say(f"not set: {model} runs anyway")
+        return "same_model", None
+    updated = dict(tool_input)
+    updated["model"] = model
+    if effort and (not tool_input.get("effort") or choice["override_explicit"]):
+        updated["effort"] = effort
+    run.say(f"set: model {model}" + (f", effort {updated['effort']}" if updated.get("effort") else "")
+            + f" (would have run {anyway or 'the default'})")
+    return None, updated
 
 
 if __name__ == "__main__":

@@ -160,21 +160,38 @@ def routing_features(run: Run, text: str, budget_s: float) -> dict[str, tuple[bo
     return features
 
 
+def unsure(run: Run, features: dict[str, tuple[bool, float]]) -> dict[str, float]:
+    """{feature: its bar} of each feature below the routing threshold: the bar `system1
+    calibrate` fitted for it, else `[routing] min_confidence`."""
+    floor = run.settings["routing"]["min_confidence"]
+    bars = {name: run.bars.get(name, floor) for name in features}
+    return {name: bars[name] for name, (_, conf) in features.items() if conf < bars[name]}
+
+
 # -- when to stay out of the way ---------------------------------------------------------------
 
 HAND_BACKS = ("<task-notification", "<agent-message")
+# UserPromptSubmit `source` (Claude Code ≥ 2.1.3xx; payloads may omit it): who wrote the prompt.
+# Every other value (system: task notifications, peer messages, auto-continuation; loop and
+# schedule wake-ups; poll events) is machine-injected.
+TYPED_SOURCES = ("user", "sdk")
 
 
 def skip_reason(run: Run, prompt: str, min_words: int) -> str | None:
-    """Why this prompt is not judged at all (None: judge it)."""
+    """Why this prompt is not judged at all (None: judge it). The payload's `source` says who
+    wrote it; without one, the hand-back prefixes are the guess."""
     if toggle.paused():
         return "paused (system1 toggle on resumes)"
+    source = run.payload.get("source")
+    if source is not None and source not in TYPED_SOURCES:
+        shown = source if isinstance(source, str) and source.isprintable() and len(source) <= 40 else "?"
+        return f"machine-injected prompt (source={shown})"
     stripped = prompt.lstrip()
     if not stripped:
         return "empty prompt"
     if stripped.startswith("/"):
         return "slash command"
-    if stripped.startswith(HAND_BACKS):
+    if source is None and stripped.startswith(HAND_BACKS):
         return "subagent hand-back"
     if len(stripped.split()) < min_words:
         return f"under {min_words} words"

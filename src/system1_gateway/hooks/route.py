@@ -3,15 +3,19 @@
     <venv python> -I -m system1_gateway.hooks.route [--explain] < hook-input.json
 
 Routing asks the four built-in routing features of the prompt in one request to the warm
-daemon, maps them to haiku / sonnet / opus with the user's rule (rule.py), and with
-`[routing] hint = true` — when every feature clears `[routing] min_confidence` — adds one line
-of context written as plain facts. The skill picker asks which loadable skill fits (one choice
+daemon, maps them to a tier (haiku / sonnet / opus / fable) with the user's rule (rule.py), and
+with `[routing] mode = "hint"` (or the older `hint = true`) — when every feature clears the
+routing threshold (the fitted one, else `[routing] min_confidence`) — adds one line of context
+written as plain facts. Mode "set" hints the same way here (the main loop still gets the line;
+the Agent hook, agent.py, is what sets the subagent's model); mode "log" only records. The skill picker asks which loadable skill fits (one choice
 question, the skill descriptions as criteria, plus "none"); it only records unless `[skills]
 hint = true`. Both share one engine budget (`[routing] budget_s`); the picker is skipped when
 routing used it up.
 
 Silent (no output, exit 0) whenever there is nothing to say: routing off, toggle off, a slash
-command, a short prompt, a subagent hand-back, an engine that abstains, fails or is missing.
+command, a short prompt, a machine-injected prompt (the payload's `source` is not `user` or
+`sdk`; without a `source`, a subagent hand-back by its prefix), an engine that abstains, fails
+or is missing. A machine-injected prompt costs no engine call and leaves no log line.
 The prompt is the evidence: it is sent to the engine as data and never reaches the output —
 the hint is built from fixed words only, so a prompt cannot write its own hint.
 """
@@ -46,8 +50,9 @@ def hint_line(features: dict[str, tuple[bool, float]], tier: str) -> str:
 
 def _route(run: Run, prompt: str, logging: bool, budget_end: float) -> str | None:
     routing = run.settings["routing"]
-    if not (routing["hint"] or logging):
-        run.say("routing: hint off and no log here: nothing would use an answer, no engine call")
+    hinting = routing["mode"] in ("hint", "set")  # "set": the Agent hook sets, the main loop is hinted
+    if not (hinting or logging):
+        run.say("routing: hint off and no log here (mode = \"log\"): nothing would use an answer, no engine call")
         return None
     try:
         features = common.routing_features(run, prompt, budget_end - time.monotonic())
@@ -61,15 +66,15 @@ def _route(run: Run, prompt: str, logging: bool, budget_end: float) -> str | Non
         run.say(f"routing: silent: rule: {exc}")
         return None
     # A threshold fitted by `system1 calibrate` for a feature replaces [routing] min_confidence.
-    bars = {name: run.bars.get(name, routing["min_confidence"]) for name in features}
-    unsure = [name for name, (_, conf) in features.items() if conf < bars[name]]
-    hinted = routing["hint"] and not unsure
+    unsure = common.unsure(run, features)
+    hinted = hinting and not unsure
     run.say(f"routing: {answers} → {tier}; " + ("hint" if hinted else "no hint" + (
-        "" if routing["hint"] else " (hint = false)") + "".join(
-        f" ({name} {features[name][1]:.2f} < {bars[name]:.2f})" for name in unsure)))
+        "" if hinting else " (mode = \"log\")") + "".join(
+        f" ({name} {features[name][1]:.2f} < {bar:.2f})" for name, bar in unsure.items())))
     if logging:
         common.append_log(run, {**common.base_record(run, "prompt"), "prompt": prompt,
-                                "features": common.feature_record(features), "rule_tier": tier, "hinted": hinted})
+                                "features": common.feature_record(features), "rule_tier": tier, "hinted": hinted,
+                                "mode": routing["mode"]})
     return hint_line(features, tier) if hinted else None
 
 

@@ -5,7 +5,9 @@
 One line (`systemMessage`, shown to the user, not given to the model) when:
   * the config file is broken (TOML, or an invalid [routing] / [skills] / [guard] key);
   * routing or the guard is on but no daemon answers and autostart is off (how to start it);
-  * 30 or more logged prompts wait for labels (suggests /system1:calibrate).
+  * 30 or more logged prompts wait for labels (suggests /system1:calibrate);
+  * routing sets subagent models (`[routing] mode = "set"` with a READY or forced verdict), or
+    the config says "set" but no verdict is recorded (then it acts as "hint").
 With `[serve] autostart` on and no daemon running, it starts the daemon in the background
 (no wait) so the first prompt finds the engine warm. "Not installed" is said by the
 plugin's launcher (hooks/session-start.sh) before Python is even looked for.
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 from .. import client
 from ..paths import state_file
+from ..routing import gate
 from ..routing import log as routing_log
 from . import common
 from .common import Run
@@ -78,6 +81,18 @@ def engine_line(run: Run) -> str | None:
             "`system1 daemon start` (or /system1:doctor).")
 
 
+def routing_line(run: Run) -> str | None:
+    """Say when routing is setting subagent models, or would but is not READY."""
+    routing = run.settings["routing"]
+    if run.problem or not routing["enabled"] or routing["mode"] != "set" or common.toggle.paused():
+        return None
+    record = gate.read()
+    if record is None:
+        return (f'{PREFIX}[routing] mode = "set" is not READY: subagent models are only hinted until '
+                "`system1 routing set` records a READY verdict from `system1 evaluate`.")
+    return f"{PREFIX}routing sets subagent models ({record['verdict']} {record['at'][:10]})."
+
+
 def body(run: Run) -> dict[str, Any] | None:
     lines = []
     problem = config_problem(run)
@@ -88,6 +103,9 @@ def body(run: Run) -> dict[str, Any] | None:
         line = engine_line(run)
         if line:
             lines.append(line)
+    line = routing_line(run)
+    if line:
+        lines.append(line)
     backlog = unlabelled_prompts() if run.settings["routing"]["enabled"] else 0
     if backlog >= LABEL_BACKLOG:
         lines.append(f"{PREFIX}{backlog} logged prompts wait for labels: /system1:calibrate fits the routing "

@@ -17,7 +17,7 @@ from ..paths import state_file
 
 SHIPPED = Path(__file__).with_name("prices.json")
 BUCKETS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
-TIERS = ("haiku", "sonnet", "opus")
+TIERS = ("haiku", "sonnet", "opus", "fable")  # cheapest first (routing.TIERS); fable has no shipped price
 
 
 class PriceError(ValueError):
@@ -105,7 +105,7 @@ def _checked(raw: Any, path: Path) -> PriceTable:
                                  f"got {value!r}")
     tiers = raw.get("tiers", {})
     if not isinstance(tiers, dict) or any(t not in TIERS or not isinstance(m, str) for t, m in tiers.items()):
-        raise PriceError(f"{path}: tiers: expected {{\"haiku\"|\"sonnet\"|\"opus\": model id}}")
+        raise PriceError(f"{path}: tiers: expected {{\"haiku\"|\"sonnet\"|\"opus\"|\"fable\": model id}}")
     for tier, model in tiers.items():
         if not any(model == k or model.startswith(k + "-") for k in models):
             raise PriceError(f"{path}: tiers.{tier}: {model!r} has no price in models")

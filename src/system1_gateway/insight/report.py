@@ -13,7 +13,14 @@ the plugin's routing log, over a period, in constant memory:
   5 m / 1 h), each API response counted once, priced from `prices.json`;
 * realised savings (spawns that followed a hint, repriced at the user's usual tier mix),
   missed savings (spawns upgraded past a hint), minus the hint overhead (the plugin's
-  measured context per session and each hint line).
+  measured context per session and each hint line);
+* spawns the Agent hook set (`[routing] mode = "set"`: the log's `set_model`, joined by
+  `tool_use_id`): how many ran on the tier set (the transcript's `toolUseResult.resolvedModel`),
+  how many failed (the log's outcome when `outcomes --apply` or a person wrote one, else the
+  outcome `system1 outcomes` would propose), the savings of those that succeeded against what
+  would have run without the hook (the model the orchestrator asked for, else the spawning
+  loop's own model; the usual tier mix when neither is known), and the cost of those that
+  failed, counted as lost.
 
 No prompt text is read into the output. Prices are API list prices: a subscription bills
 differently, and the report says so.
@@ -58,6 +65,9 @@ class SpawnFact:
     ts: str
     tier: str | None  # the model that ran
     agent_id: str | None
+    anyway: str | None = None  # the tier that would have run without the hook: asked for, else the parent's
+    outcome: str | None = None  # 'failed' | 'succeeded' (outcomes' proposal; the log's outcome wins)
+    set_tier: str | None = None  # the tier the Agent hook set (log `set_model`), None: not set
 
 
 @dataclass
@@ -150,7 +160,8 @@ def _prompts_of(tf: TranscriptFile, facts: Facts) -> None:
 def scan(root: Path, since: float | None, project: str | None, progress: Callable[[int], None] | None = None) -> Facts:
     """Read every transcript once for prompts, hints and usage; spawns come from the
     outcomes scan (the same reader)."""
-    from .outcomes import collect, tier_of
+    from .outcomes import collect, propose, tier_of
+    from .transcripts import model_family as family
 
     started = time.perf_counter()
     facts = Facts()
@@ -172,19 +183,33 @@ def scan(root: Path, since: float | None, project: str | None, progress: Callabl
                 facts.main_model[tf.session_id] = u.model
         if progress:
             progress(tf.size)
-    for tool_use_id, spawn in collect(root, since, project, facts.stats).items():
+    spawns = collect(root, since, project, facts.stats)
+    outcome = {p.tool_use_id: p.outcome for p in propose(spawns)}
+    for tool_use_id, spawn in spawns.items():
         agent = spawn.result.agent_id if spawn.result else None
+        # the transcript keeps the Agent call as the model wrote it (before a hook's updatedInput)
         facts.spawns.append(SpawnFact(tool_use_id, spawn.call.session_id, spawn.call.timestamp, tier_of(spawn),
-                                      agent))
+                                      agent, family(spawn.call.model or spawn.call.parent_model),
+                                      outcome.get(tool_use_id)))
     facts.seconds = time.perf_counter() - started
     return facts
 
 
 def join_log(facts: Facts, log: Path) -> int:
-    """Rule tiers (and hints) from the routing log, by prompt id: what shadow mode compares.
+    """Rule tiers (and hints) from the routing log, by prompt id: what shadow mode compares;
+    and the spawns the Agent hook set, by tool_use id (with the log's outcome, which wins).
     Returns the number of log entries joined."""
     by_id = {p.prompt_id: p for prompts in facts.prompts.values() for p in prompts if p.prompt_id}
+    spawns = {s.tool_use_id: s for s in facts.spawns}
     joined = 0
+    for _, entry in routing_log.entries(log, only='"source":"agent"'):
+        spawn = spawns.get(entry["tool_use_id"]) if isinstance(entry.get("tool_use_id"), str) else None
+        if spawn is None or entry.get("source") != "agent" or entry.get("set_model") not in RANK:
+            continue
+        joined += 1
+        spawn.set_tier = entry["set_model"]
+        if entry.get("outcome") in ("failed", "succeeded"):
+            spawn.outcome = entry["outcome"]
     for _, entry in routing_log.entries(log, only='"source":"prompt"'):
         pid = entry.get("prompt_id")
         prompt = by_id.get(pid) if isinstance(pid, str) else None
@@ -250,12 +275,14 @@ def summarize(facts: Facts, prices: PriceTable) -> dict[str, Any]:
         if s.tier:
             by_tier.setdefault(f"subagent:{s.tier}", {"tokens": Tokens(), "cost_usd": 0.0, "spawns": 0})["spawns"] += 1
 
-    under_hint = [(s, t, c, p) for s, t, c, p in spawn_rows if p and p.hint_tier and s.tier in RANK]
+    set_rows = [r for r in spawn_rows if r[0].set_tier]
+    spawn_rows_by_hint = [r for r in spawn_rows if not r[0].set_tier]  # a set spawn is measured below
+    under_hint = [(s, t, c, p) for s, t, c, p in spawn_rows_by_hint if p and p.hint_tier and s.tier in RANK]
     followed = [r for r in under_hint if r[0].tier == r[3].hint_tier]
     upgraded = [r for r in under_hint if RANK[r[0].tier] > RANK[r[3].hint_tier]]
     downgraded = [r for r in under_hint if RANK[r[0].tier] < RANK[r[3].hint_tier]]
-    free = [r for r in spawn_rows if not (r[3] and r[3].hint_tier) and r[0].tier in RANK]
-    mix_source = free or [r for r in spawn_rows if r[0].tier in RANK]
+    free = [r for r in spawn_rows_by_hint if not (r[3] and r[3].hint_tier) and r[0].tier in RANK]
+    mix_source = free or [r for r in spawn_rows_by_hint if r[0].tier in RANK]
     mix = {t: sum(1 for r in mix_source if r[0].tier == t) / len(mix_source) for t in TIERS} if mix_source else {}
 
     def at_mix(tokens: Tokens) -> float | None:
@@ -266,6 +293,7 @@ def summarize(facts: Facts, prices: PriceTable) -> dict[str, Any]:
         return sum(share * c for share, c in parts)
 
     realised = sum((at_mix(t) or 0.0) - c for _, t, c, _ in followed) if mix else 0.0
+    set_report = _set_spawns(set_rows, prices, at_mix)
     missed = sum(c - (prices.cost(t, prices.tier_rates(p.hint_tier)) or c) for _, t, c, p in upgraded)
     overhead = 0.0
     for session in facts.sessions:
@@ -297,7 +325,9 @@ def summarize(facts: Facts, prices: PriceTable) -> dict[str, Any]:
                     for k, v in sorted(by_tier.items(), key=lambda kv: (kv[0].startswith("main"), kv[0]))},
         "savings": {"usual_mix": {t: round(s, 4) for t, s in mix.items()}, "realised_usd": round(realised, 6),
                     "missed_usd": round(missed, 6), "hint_overhead_usd": round(overhead, 6),
-                    "net_usd": round(realised - overhead, 6)},
+                    "set_net_usd": set_report["net_usd"],
+                    "net_usd": round(realised + set_report["net_usd"] - overhead, 6)},
+        "set": set_report,
         "prices": {"date": prices.date, "source": prices.source, "file": prices.path, "note": prices.note},
         "unpriced_models": sorted(unpriced),
         "scan": {"files": facts.files, "bytes": facts.bytes, "seconds": round(facts.seconds, 2),
@@ -306,6 +336,31 @@ def summarize(facts: Facts, prices: PriceTable) -> dict[str, Any]:
     }
     report["next"] = next_step(report)
     return report
+
+
+def _set_spawns(rows: list[tuple[SpawnFact, Tokens, float, Prompt | None]], prices: PriceTable,
+                at_mix: Callable[[Tokens], float | None]) -> dict[str, Any]:
+    """The spawns the Agent hook set: did they run on that tier, fail, and save anything?"""
+    succeeded = [r for r in rows if r[0].outcome == "succeeded"]
+    failed = [r for r in rows if r[0].outcome == "failed"]
+    realised, baselines = 0.0, {"asked_or_parent": 0, "usual_mix": 0, "unpriced": 0}
+    for s, tokens, cost, _ in succeeded:
+        anyway = prices.cost(tokens, prices.tier_rates(s.anyway)) if s.anyway in RANK else None
+        kind = "asked_or_parent" if anyway is not None else "usual_mix"
+        if anyway is None:
+            anyway = at_mix(tokens)
+        if anyway is None:
+            baselines["unpriced"] += 1
+            continue
+        baselines[kind] += 1
+        realised += anyway - cost
+    lost = sum(cost for _, _, cost, _ in failed)
+    return {"spawns": len(rows), "ran_as_set": sum(1 for r in rows if r[0].tier == r[0].set_tier),
+            "by_tier": {t: n for t in TIERS if (n := sum(1 for r in rows if r[0].set_tier == t))},
+            "succeeded": len(succeeded), "failed": len(failed),
+            "failure_rate": _r(len(failed) / (len(failed) + len(succeeded))) if failed or succeeded else None,
+            "realised_usd": round(realised, 6), "failed_cost_usd": round(lost, 6),
+            "net_usd": round(realised - lost, 6), "baselines": baselines}
 
 
 def daily(facts: Facts, prices: PriceTable) -> list[dict[str, Any]]:

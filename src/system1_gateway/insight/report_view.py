@@ -39,6 +39,8 @@ def render(report: dict[str, Any], console: Any) -> None:
     head = Table(title=f"System-1 routing, {report['period']}", show_header=False)
     head.add_column(justify="left")
     head.add_column(justify="right")
+    if report.get("routing_mode"):
+        head.add_row("routing mode (now)", escape(report["routing_mode"]))
     head.add_row("sessions / prompts", f"{report['sessions']} / {report['prompts']}")
     head.add_row("reach (prompts with a hint)", f"{report['hinted']} ({_pct(report['reach'])})")
     head.add_row("spawns / under a hint", f"{report['spawns']} / {report['spawns_under_hint']}")
@@ -48,6 +50,11 @@ def render(report: dict[str, Any], console: Any) -> None:
         sh = report["shadow"]
         head.add_row("shadow: rule = what ran / cheaper / pricier",
                      f"{sh['rule_matches']} / {sh['rule_cheaper']} / {sh['rule_pricier']} of {sh['spawns']}")
+    st = report["set"]
+    if st["spawns"]:
+        head.add_row("spawns the hook set / ran on that tier", f"{st['spawns']} / {st['ran_as_set']}")
+        head.add_row("of those: succeeded / failed", f"{st['succeeded']} / {st['failed']} "
+                                                       f"(failure rate {_pct(st['failure_rate'])})")
     console.print(head)
     tiers = Table(title="cost by tier (subagents, then the main loop)")
     for col in ("tier", "spawns", "input", "output", "cache read", "cache write 5m", "cache write 1h", "cost"):
@@ -59,6 +66,10 @@ def render(report: dict[str, Any], console: Any) -> None:
                       f"{t['cache_write_1h']:,}", _usd(row["cost_usd"]))
     console.print(tiers)
     s = report["savings"]
+    if st["spawns"]:
+        console.print(f"spawns the hook set: saved {_usd(st['realised_usd'])} on those that succeeded (against what "
+                      f"would have run), lost {_usd(st['failed_cost_usd'])} on those that failed · net "
+                      f"{_usd(st['net_usd'])}")
     console.print(f"realised savings {_usd(s['realised_usd'])} · missed {_usd(s['missed_usd'])} · hint overhead "
                   f"{_usd(s['hint_overhead_usd'])} · [bold]net {_usd(s['net_usd'])}[/bold]"
                   + (f"  (usual mix: {', '.join(f'{t} {v:.0%}' for t, v in s['usual_mix'].items() if v)})"
@@ -91,7 +102,7 @@ def charts(report: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     fig, ax = plt.subplots(figsize=(8, 3.4))
     bottom = [0.0] * len(days)
-    for tier, color in zip(TIERS, ("#2ca02c", "#1f77b4", "#9467bd")):
+    for tier, color in zip(TIERS, ("#2ca02c", "#1f77b4", "#9467bd", "#d62728")):
         values = [d["cost"][tier] for d in days]
         ax.bar(labels, values, bottom=bottom, label=tier, color=color)
         bottom = [b + v for b, v in zip(bottom, values)]
@@ -130,6 +141,9 @@ def page(report: dict[str, Any]) -> str:
              ("Reach", f"{report['hinted']} prompts ({_pct(report['reach'])})"),
              ("Adherence", f"{_pct(report['adherence'])} of {report['spawns_under_hint']} spawns under a hint"),
              ("Upgraded past the hint", str(report["upgraded"])),
+             ("Spawns the hook set (succeeded / failed)",
+              f"{report['set']['spawns']} ({report['set']['succeeded']} / {report['set']['failed']})"),
+             ("Net of the spawns the hook set", _usd(report["set"]["net_usd"])),
              ("Realised savings", _usd(s["realised_usd"])), ("Missed savings", _usd(s["missed_usd"])),
              ("Hint overhead", _usd(s["hint_overhead_usd"])), ("Net", _usd(s["net_usd"]))]
     items = "".join(f"<tr><th>{html.escape(a)}</th><td>{html.escape(b)}</td></tr>" for a, b in facts)
@@ -138,7 +152,8 @@ def page(report: dict[str, Any]) -> str:
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:60em;color:#222}}table{{border-collapse:collapse;
 margin:1em 0}}td,th{{border:1px solid #ddd;padding:.3em .6em;text-align:right}}th{{text-align:left}}
 img{{max-width:100%}}.note{{color:#666;font-size:.9em}}</style></head>
-<body><h1>System-1 routing report</h1><p>{html.escape(report['period'])}. Totals only: no prompt text.</p>
+<body><h1>System-1 routing report</h1><p>{html.escape(report['period'])}. Totals only: no prompt text.
+Routing mode now: {html.escape(str(report.get('routing_mode') or '–'))}.</p>
 <table>{items}</table>
 <h2>Cost by tier</h2><table><tr><th>tier</th><th>spawns</th><th>input</th><th>output</th><th>cache read</th>
 <th>cache write 5m</th><th>cache write 1h</th><th>cost</th></tr>{rows}</table>
@@ -204,6 +219,11 @@ def run(args: argparse.Namespace) -> int:
         facts = scan(root, since, project, lambda n: bar.advance(task, n))
     join_log(facts, log)
     report = summarize(facts, prices)
+    from .. import config_tables
+    from ..routing import gate
+
+    routing = config_tables.load()[0]["routing"]
+    report["routing_mode"] = gate.describe(routing["mode"], gate.read()) if routing["enabled"] else "off"
     report["period"] = (f"since {time.strftime('%Y-%m-%d', time.localtime(since))} ({args.since})"
                         + (f", project {args.project}" if args.project else ""))
     if args.html:

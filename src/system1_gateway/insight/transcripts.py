@@ -287,11 +287,11 @@ def iter_usage(tf: TranscriptFile, stats: Stats | None = None, seen: set[str] | 
 
 
 def model_family(model: str | None) -> str | None:
-    """'haiku' / 'sonnet' / 'opus' for a Claude model id or alias, else the id itself."""
+    """'haiku' / 'sonnet' / 'opus' / 'fable' for a Claude model id or alias, else the id itself."""
     if not model:
         return None
     lowered = model.lower()
-    for family in ("haiku", "sonnet", "opus"):
+    for family in ("haiku", "sonnet", "opus", "fable"):
         if family in lowered:
             return family
     return model

@@ -16,6 +16,8 @@ HELP = {
     "report": "does routing pay off? reach, adherence, subagent cost by tier and savings, from your Claude Code "
               "transcripts (totals only)",
     "bench": "which engine? several rungs over frozen labelled sets: accuracy, ECE, abstention, latency, plots",
+    "routing": "the routing mode: log, hint, or set (the Agent hook sets subagent models; only when evaluate "
+               "says READY, or with --force); status shows it",
 }
 
 
@@ -40,6 +42,20 @@ def calibrate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    _evaluate_bars(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+
+
+def routing_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("mode", choices=["log", "hint", "set", "status"],
+                   help="log: record only; hint: the one-line hint; set: the Agent hook sets the subagent's "
+                        "model (runs evaluate first); status: show the mode")
+    p.add_argument("--force", action="store_true", help="set: turn it on although evaluate does not say READY "
+                                                        "(recorded as FORCED; status and report show it)")
+    _evaluate_bars(p)
+
+
+def _evaluate_bars(p: argparse.ArgumentParser) -> None:
     p.add_argument("--provider", metavar="NAME", help="the rung (or A,B chain) to evaluate (default: the chain)")
     p.add_argument("--log", metavar="FILE", help="the routing log (default: the hooks' log)")
     p.add_argument("--labels-file", metavar="FILE", help="the labels file (default: the one calibrate writes)")
@@ -49,7 +65,6 @@ def evaluate_arguments(p: argparse.ArgumentParser) -> None:
                    help="share of failed spawns where the rule picks a higher tier (default 0.95)")
     p.add_argument("--min-failures", type=int, default=30, metavar="N",
                    help="failed spawns labelled before the verdict can be READY (default 30)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
 def outcomes_arguments(p: argparse.ArgumentParser) -> None:
@@ -86,12 +101,13 @@ PARSERS = {"calibrate": (HELP["calibrate"], calibrate_arguments),
            "evaluate": (HELP["evaluate"], evaluate_arguments),
            "outcomes": (HELP["outcomes"], outcomes_arguments),
            "report": (HELP["report"], report_arguments),
-           "bench": (HELP["bench"], bench_arguments)}
+           "bench": (HELP["bench"], bench_arguments),
+           "routing": (HELP["routing"], routing_arguments)}
 
 
 MODULES = {"calibrate": "system1_gateway.learn.calibrate", "evaluate": "system1_gateway.learn.evaluate",
            "outcomes": "system1_gateway.insight.outcomes", "report": "system1_gateway.insight.report_view",
-           "bench": "system1_gateway.learn.bench"}
+           "bench": "system1_gateway.learn.bench", "routing": "system1_gateway.learn.routing_mode"}
 
 
 def run(name: str, args: argparse.Namespace) -> int:

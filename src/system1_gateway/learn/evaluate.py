@@ -18,7 +18,8 @@ a weak rule and a weak engine can be told apart):
 
 READY (exit 0) only if every feature is at least `--min-feature-accuracy` accurate at the
 threshold, safety is at least `--min-safety`, and at least `--min-failures` failed spawns are
-labelled; otherwise NOT READY (exit 3), with the reasons. Scripts gate `hint = true` on it.
+labelled; otherwise NOT READY (exit 3), with the reasons. `system1 routing set` runs this and
+turns `[routing] mode = "set"` on only when it says READY (or with --force).
 
 Memory: the log is streamed and only numbers are kept per entry (no texts), so a log of any
 length fits.
@@ -39,7 +40,7 @@ from ..routing import log as routing_log
 from .pending import OUTCOME_LABELS, LabelStore
 
 EXIT_READY, EXIT_INVALID, EXIT_NOT_READY = 0, 2, 3
-TIER_RANK = {"haiku": 0, "sonnet": 1, "opus": 2}
+TIER_RANK = {"haiku": 0, "sonnet": 1, "opus": 2, "fable": 3}  # routing.TIERS, cheapest first
 
 
 class Refused(ValueError):

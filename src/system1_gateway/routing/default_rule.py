@@ -2,9 +2,13 @@
 
 This file is yours. The routing hook copied it to ~/.config/system1/routing_rule.py (next to
 config.toml) the first time it ran; edit it there and the next prompt uses your version.
-Keep it fast and side-effect free: it runs once per prompt. It must define `tier(features)`
-returning "haiku", "sonnet" or "opus"; anything else (or an exception) keeps the hook silent
-(`--explain` shows why).
+Keep it fast and side-effect free: it runs once per prompt and once per subagent spawn.
+
+`tier(features)` returns a tier: "haiku", "sonnet", "opus" or "fable" (cheapest first), or a
+dict that says more, for `[routing] mode = "set"` (the Agent hook sets the subagent's model):
+  {"model": "haiku", "effort": "low"}          effort: "low", "medium", "high", "xhigh" or "max"
+  {"model": "opus", "override_explicit": True}  also replace a model the orchestrator chose
+Anything else (or an exception) keeps the hooks silent (`--explain` shows why).
 
 `features` maps each built-in routing question to True (yes) or False (no):
   read_only  only read, explain, inspect, review or advise: no file changes
@@ -22,5 +26,5 @@ def tier(features):
     if features["review"]:
         return "sonnet"    # judging code needs care even though it writes nothing
     if features["read_only"]:
-        return "haiku"     # lookups and explanations
+        return {"model": "haiku", "effort": "low"}  # lookups and explanations: no long thinking
     return "sonnet"        # a clear, local change

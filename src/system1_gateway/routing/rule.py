@@ -3,7 +3,8 @@
 
 The file is the user's own code, run in the hook process like a shell alias would be: it is
 compiled and executed in a fresh namespace (no import machinery, ≈ 0.2 ms), and its
-`tier(features)` must return one of haiku / sonnet / opus.
+`tier(features)` must return a tier (haiku / sonnet / opus / fable), or a dict
+`{"model": tier, "effort": "low" … "max" (optional), "override_explicit": bool (optional)}`.
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ if TYPE_CHECKING:
     from typing import Any
 
 from ..paths import config_path, private_dir
-from . import TIERS
+from . import EFFORTS, TIERS
 
 DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default_rule.py")
 
 
 class RuleError(Exception):
     """The rule file is missing a `tier`, raised, or returned something that is not a tier."""
+
+
+EXPECTED = (f"expected a tier ({', '.join(TIERS)}) or a dict {{\"model\": tier, \"effort\": "
+            f"{'|'.join(EFFORTS)} (optional), \"override_explicit\": true|false (optional)}}")
 
 
 def rule_path() -> str:
@@ -40,8 +45,9 @@ def ensure_rule() -> str:
     return path
 
 
-def apply_rule(features: dict[str, bool], path: str | None = None) -> str:
-    """The tier the rule picks for these features; RuleError when it cannot."""
+def decide(features: dict[str, bool], path: str | None = None) -> dict[str, Any]:
+    """What the rule picks for these features, normalised: {"model": tier, "effort": str | None,
+    "override_explicit": bool}; RuleError when it cannot."""
     path = path or ensure_rule()
     try:
         with open(path, encoding="utf-8") as handle:
@@ -56,6 +62,22 @@ def apply_rule(features: dict[str, bool], path: str | None = None) -> str:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's code: any error is reported, not raised
         raise RuleError(f"{path}: {type(exc).__name__}: {exc}") from None
-    if chosen not in TIERS:
-        raise RuleError(f"{path}: tier() returned {chosen!r}, expected one of {', '.join(TIERS)}")
-    return chosen
+    return normalise(chosen, path)
+
+
+def normalise(chosen: Any, where: str = "the routing rule") -> dict[str, Any]:
+    """A rule's return value as {"model", "effort", "override_explicit"}; RuleError naming what
+    was expected."""
+    if isinstance(chosen, str) and chosen in TIERS:
+        return {"model": chosen, "effort": None, "override_explicit": False}
+    if isinstance(chosen, dict) and chosen.get("model") in TIERS and set(chosen) <= {
+            "model", "effort", "override_explicit"}:
+        effort, override = chosen.get("effort"), chosen.get("override_explicit", False)
+        if (effort is None or effort in EFFORTS) and isinstance(override, bool):
+            return {"model": chosen["model"], "effort": effort, "override_explicit": override}
+    raise RuleError(f"{where}: tier() returned {chosen!r}, {EXPECTED}")
+
+
+def apply_rule(features: dict[str, bool], path: str | None = None) -> str:
+    """The tier the rule picks for these features; RuleError when it cannot."""
+    return str(decide(features, path)["model"])
