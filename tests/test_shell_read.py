@@ -3,7 +3,10 @@ run, what is opaque, and bounds that hold on hostile input."""
 
 from __future__ import annotations
 
+import json
 import shlex
+import subprocess
+import sys
 import time
 
 import pytest
@@ -164,6 +167,22 @@ def test_past_the_bounds_the_reading_says_it_is_incomplete():
 def test_a_broken_command_still_yields_its_parts():
     reading = read("echo $(ls; rm -rf /")
     assert reading.broken and ["rm", "-rf", "/"] in [p.words for p in reading.parts]
+
+
+def test_code_points_past_the_bmp_cannot_crash_the_reader():
+    """tree-sitter-bash reads out of bounds on `{` followed by some code points past U+FFFF (found
+    by the fuzz test below: the process died with SIGSEGV). Run in a child: a crash here would
+    take pytest down with it. Each text crashed the unpatched reader in most runs."""
+    texts = ["{\U00108712", "{\U0010fffd", "{\U000e0001", "{\U000ffffd", "x{\U00100000}y", "echo {a,\U00108712}"]
+    code = ("import sys, json\nfrom system1_gateway.shell.read import read\n"
+            "texts = json.loads(sys.stdin.read())\n"
+            "for _ in range(40):\n    for text in texts:\n        reading = read(text)\n"
+            "print(json.dumps([[p.words for p in read(t).parts] for t in texts]))")
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    words = json.loads(proc.stdout)
+    assert words[5] == [["echo", "{a,\U00108712}"]]  # words are sliced from the original text
 
 
 SHELLISH = "abcrm -/~.$(){}[]<>|&;'\"`\\\n#=*!?%@:0123456789 \tм\x00"

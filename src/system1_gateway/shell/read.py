@@ -54,9 +54,19 @@ def _parser():
     return parser
 
 
+# tree-sitter-bash (0.23.3 … 0.25.1, with tree-sitter 0.24 … 0.26.1) reads out of bounds on some
+# code points past the BMP — `{` then U+108712 segfaults the process more often than not, so one
+# crafted command would kill the daemon. Bash's syntax is ASCII (no character past U+007F is
+# special to it), so the parser is given every 4-byte UTF-8 sequence as U+10000, a plain word
+# character like any other: same byte length, so every node's offsets still slice the original.
+_FOUR_BYTES = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
+_SAFE_FOUR = "\U00010000".encode()
+
+
 def _parse(data: bytes):
     """The syntax tree, or None when parsing ran past its time budget."""
     parser = _parser()
+    data = _FOUR_BYTES.sub(_SAFE_FOUR, data)
     deadline = time.perf_counter() + PARSE_BUDGET_S
     try:
         return parser.parse(lambda offset, _point: data[offset:offset + 65536],
