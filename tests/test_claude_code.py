@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -374,6 +375,39 @@ def test_session_start_says_one_line_when_routing_is_on_and_the_daemon_is_stoppe
             proc.stdout[-3000:]
     finally:
         assert cc.system1("daemon", "start").returncode == 0
+
+
+@pytest.mark.parametrize("daemon", ["stopped", "hung"])
+def test_failure_policies_route_is_silent_and_the_guard_asks(cc, daemon):
+    """The route hook (an mcp_tool call to the plugin's hook server) fails open, the guard (a
+    command) asks, whether the daemon is stopped or hangs (its port file names a socket that
+    accepts and never answers). `ls` is what the guard lets run when the engine answers."""
+    record = json.loads((cc.base / "state" / "daemon" / "daemon.port").read_text())
+    assert cc.system1("daemon", "stop").returncode == 0
+    hung = socket.socket()
+    try:
+        if daemon == "hung":
+            hung.bind(("127.0.0.1", 0))
+            hung.listen(16)  # connections complete in the backlog; nothing is ever read or answered
+            port_file = cc.base / "state" / "daemon" / "daemon.port"
+            port_file.write_text(json.dumps({**record, "pid": os.getpid(), "port": hung.getsockname()[1],
+                                             "url": f"http://127.0.0.1:{hung.getsockname()[1]}"}))
+            port_file.chmod(0o600)
+        with MockAnthropic(_bash_script("ls -la")) as api:
+            out = cc.prompt(api, LONG_PROMPT, "Bash")
+        assert all(HINT not in user_text(r) for r in api.requests)
+        result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
+        assert result.get("is_error") is True, result
+        denials = out.get("permission_denials", [])
+        assert denials and denials[0]["tool_input"]["command"] == "ls -la", out
+    finally:
+        hung.close()
+        (cc.base / "state" / "daemon" / "daemon.port").unlink(missing_ok=True)
+        assert cc.system1("daemon", "start").returncode == 0
+        end = time.monotonic() + 120
+        while json.loads(cc.system1("daemon", "status").stdout).get("health") != "ok":
+            assert time.monotonic() < end, "the daemon did not come back"
+            time.sleep(0.2)
 
 
 def _texts(body: dict[str, Any]) -> set[str]:

@@ -27,11 +27,13 @@ MARGIN_S = 0.1  # the engine's deadline is the budget minus this: the HTTP reply
 class Run:
     """One hook invocation: its payload, settings, clock and `--explain` trail."""
 
-    def __init__(self, name: str, argv: list[str]):
+    def __init__(self, name: str, argv: list[str] | None = None, payload: dict[str, Any] | None = None):
+        """`argv` (the command path: `--explain`) or `payload` (a warm process: the hook input
+        as a dict, already parsed; hooks/serve.py). Settings are read per run either way."""
         self.name = name
-        self.explain = "--explain" in argv
+        self.explain = "--explain" in (argv or ())
         self.t0 = time.perf_counter()
-        self.payload: dict[str, Any] = {}
+        self.payload: dict[str, Any] = payload if isinstance(payload, dict) else {}
         self.bars: dict[str, float] = {}  # thresholds `system1 calibrate` fitted, by feature
         self.settings, self.problem = config_tables.load()
         if self.problem:
@@ -68,20 +70,36 @@ class Run:
         return value if isinstance(value, str) else ""
 
 
-def main(name: str, body: Callable[[Run], dict[str, Any] | None],
-         on_crash: Callable[[Run, str], dict[str, Any] | None] | None = None) -> int:
-    """Run a hook: read stdin, call `body`, print its JSON (if any). Always exit 0."""
-    run = Run(name, sys.argv[1:])
+def answer(run: Run, body: Callable[[Run], dict[str, Any] | None],
+           on_crash: Callable[[Run, str], dict[str, Any] | None] | None = None,
+           read: bool = False) -> dict[str, Any] | None:
+    """The hook's output for `run` (None: say nothing). Never raises: anything unexpected is
+    explained and handed to `on_crash` (the guard's failure policy), else silence. `read`:
+    the command path, whose payload is read from stdin inside the same guard."""
     try:
-        run.read()
+        if read:
+            run.read()
         out = body(run)
     except Exception as exc:  # noqa: BLE001 - a hook must never break the user's turn
         run.say(f"error: {type(exc).__name__}: {exc}")
         out = on_crash(run, f"{type(exc).__name__}: {exc}") if on_crash else None
-    if out:
-        sys.stdout.write(json.dumps(out, ensure_ascii=False, separators=(",", ":")) + "\n")
-        sys.stdout.flush()
     run.say("done" + ("" if out else " (no output)"))
+    return out or None
+
+
+def dumps(out: dict[str, Any]) -> str:
+    """The hook output as Claude Code reads it (one compact JSON line)."""
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+def main(name: str, body: Callable[[Run], dict[str, Any] | None],
+         on_crash: Callable[[Run, str], dict[str, Any] | None] | None = None) -> int:
+    """Run a hook as a command: read stdin, call `body`, print its JSON (if any). Always exit 0."""
+    run = Run(name, sys.argv[1:])
+    out = answer(run, body, on_crash, read=True)
+    if out:
+        sys.stdout.write(dumps(out) + "\n")
+        sys.stdout.flush()
     return 0
 
 

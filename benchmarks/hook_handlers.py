@@ -1,0 +1,276 @@
+"""What each Claude Code hook handler type adds to a prompt and to a tool call, end to end,
+through the real `claude` CLI against a plugin-disabled baseline (issue 28, item 2).
+
+    SYSTEM1_TOOLS_DIR=/.tools python benchmarks/hook_handlers.py [--rounds 8] [--turns 5]
+
+One warm daemon (fast tier: routing features and `destructive` answered by the heads), routing
+hint and guard on, a mock Messages API (tests/mock_anthropic.py). Four arms, each a `claude -p`
+session fed prompts one at a time over `--input-format stream-json`, with the plugin loaded by
+`--plugin-dir`:
+
+  baseline   no plugin
+  command    route and guard as `<venv python> -I -m system1_gateway.hooks.<name>` (per call)
+  http       route and guard as `http` hooks to a warm server in another process that runs the
+             same hook bodies (hooks/serve.py `call`); its token arrives in a header
+             interpolated from an environment variable (`allowedEnvVars`)
+  mcp_tool   route and guard as `mcp_tool` calls to the plugin's own hook server (hooks/serve.py)
+
+Per turn the mock answers the prompt with one Bash tool call (`true`), then ends the turn. Two
+figures per turn: **prompt** = from writing the prompt on Claude Code's stdin to the first
+Messages request (UserPromptSubmit hooks run in between); **tool** = from the mock's tool_use
+reply to the request carrying its result (the PreToolUse hooks, the permission check and the
+command). Arms are interleaved session by session, in a new order each round, so a busy
+machine slows all alike. Printed: p50 / p95 per arm and what each adds to the baseline's p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+PROMPT = "Explain how the retry logic in src/net/client.py decides when to give up on a request, turn {i}"
+COMMAND = "true"
+CONFIG = ('[providers.embedded]\ntier = "fast"\n[routing]\nenabled = true\nhint = true\nmin_confidence = 0.0\n'
+          '[skills]\nenabled = false\n[guard]\nenabled = true\nmin_confidence = 0.7\n')
+HINT = "System-1 routing hint:"
+PLUGIN = "s1bench"
+TOKEN_VAR = "SYSTEM1_BENCH_HOOK_TOKEN"
+FIELDS = ["hook_event_name", "session_id", "transcript_path", "cwd", "permission_mode", "prompt_id", "prompt",
+          "source", "tool_name", "tool_input", "tool_use_id"]
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+# -- the http arm's server (a separate process: `--http-server PORT TOKEN`) ---------------------
+
+def http_server(port: int, token: str) -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from system1_gateway.hooks import serve
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            name = self.path.rsplit("/", 1)[-1]
+            if self.headers.get("authorization") != f"Bearer {token}" or name not in serve.HOOKS:
+                self.send_response(401)
+                self.send_header("content-length", "0")
+                self.end_headers()
+                return
+            payload = json.loads(raw or b"{}")
+            out = serve.call(name, payload if isinstance(payload, dict) else {})
+            data = json.dumps(out or {}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+# -- the arms ------------------------------------------------------------------------------------
+
+def plugin_dir(base: Path, arm: str, python: str, http_port: int) -> Path | None:
+    if arm == "baseline":
+        return None
+    root = base / "plugins" / arm
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / "hooks").mkdir()
+    manifest: dict = {"name": PLUGIN, "version": "0.0.0", "description": f"hook handler benchmark: {arm}"}
+
+    def handler(name: str) -> dict:
+        if arm == "command":
+            return {"type": "command", "command": python, "args": ["-I", "-m", f"system1_gateway.hooks.{name}"],
+                    "timeout": 5}
+        if arm == "http":
+            return {"type": "http", "url": f"http://127.0.0.1:{http_port}/hook/{name}", "timeout": 5,
+                    "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"}, "allowedEnvVars": [TOKEN_VAR]}
+        return {"type": "mcp_tool", "server": f"plugin:{PLUGIN}:hooks", "tool": name, "timeout": 5,
+                "input": {field: "${%s}" % field for field in FIELDS}}
+
+    if arm == "mcp_tool":
+        manifest["mcpServers"] = {"hooks": {"command": "sh", "args": [str(ROOT / "hooks" / "serve.sh")]}}
+    hooks = {"UserPromptSubmit": [{"hooks": [handler("route")]}],
+             "PreToolUse": [{"matcher": "Bash", "hooks": [handler("guard")]}]}
+    (root / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest))
+    (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": hooks}))
+    return root
+
+
+class Timed:
+    """The mock's script: a Bash call, then the end of the turn; stamps each request and reply."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, float, dict]] = []
+
+    def __call__(self, body: dict) -> list[dict]:
+        from mock_anthropic import tool_results
+
+        now = time.perf_counter()
+        result = bool(tool_results(body))
+        with self.lock:
+            self.events.append(("result" if result else "prompt", now, body))
+        if result:
+            return [{"type": "text", "text": "done."}]
+        blocks = [{"type": "tool_use", "name": "Bash", "input": {"command": COMMAND, "description": "run it"}}]
+        with self.lock:
+            self.events.append(("replied", time.perf_counter(), body))
+        return blocks
+
+
+def session(claude: str, env: dict, cwd: Path, plugin: Path | None, turns: int) -> dict[str, list[float]]:
+    from mock_anthropic import MockAnthropic, user_text
+
+    timed = Timed()
+    out: dict[str, list[float]] = {"prompt": [], "tool": [], "hinted": []}
+    with MockAnthropic(timed) as api:
+        args = [claude, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+                "--allowedTools", "Bash"]
+        if plugin is not None:
+            args += ["--plugin-dir", str(plugin)]
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-api03-mock"},
+                                cwd=cwd, text=True)
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            for i in range(turns + 1):  # turn 0 warms the session (MCP connect, first hook runs)
+                with timed.lock:
+                    start = len(timed.events)
+                sent = time.perf_counter()
+                proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user",
+                                             "content": PROMPT.format(i=i)}}) + "\n")
+                proc.stdin.flush()
+                for line in proc.stdout:
+                    if json.loads(line).get("type") == "result":
+                        break
+                else:
+                    raise RuntimeError("claude ended before the turn's result")
+                with timed.lock:
+                    events = timed.events[start:]
+                stamps = {kind: (t, body) for kind, t, body in reversed(events)}
+                if i == 0 or not {"prompt", "replied", "result"} <= stamps.keys():
+                    continue
+                out["prompt"].append((stamps["prompt"][0] - sent) * 1000)
+                out["tool"].append((stamps["result"][0] - stamps["replied"][0]) * 1000)
+                out["hinted"].append(float(HINT in user_text(stamps["prompt"][1])))
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=5, help="measured prompts per session (after one warm-up)")
+    parser.add_argument("--arms", default="baseline,command,http,mcp_tool")
+    parser.add_argument("--http-server", nargs=2, metavar=("PORT", "TOKEN"), help=argparse.SUPPRESS)
+    a = parser.parse_args()
+    if a.http_server:
+        http_server(int(a.http_server[0]), a.http_server[1])
+        return 0
+    tools = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
+    claude = str(tools / "cc" / "node_modules" / ".bin" / "claude")
+    arms = a.arms.split(",")
+    with tempfile.TemporaryDirectory(prefix="hook-handlers-") as tmp:
+        base = Path(tmp)
+        home, project, install = base / "home", base / "project", base / "install"
+        for path in (home, project, install):
+            path.mkdir(parents=True)
+        (install / "venv").symlink_to(Path(sys.prefix))
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        (base / "xdg" / "system1").mkdir(parents=True)
+        (base / "xdg" / "system1" / "config.toml").write_text(CONFIG)
+        token = secrets.token_urlsafe(24)
+        env = {"HOME": str(home), "PATH": os.environ["PATH"], "DISABLE_AUTOUPDATER": "1",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "ENABLE_TOOL_SEARCH": "false",
+               "SYSTEM1_STATE_DIR": str(base / "state"), "XDG_CONFIG_HOME": str(base / "xdg"),
+               "SYSTEM1_INSTALL_DIR": str(install), "SYSTEM1_SERVE_PORT": "0", "SYSTEM1_SERVE_AUTOSTART": "0",
+               TOKEN_VAR: token}
+        python = str(install / "venv" / "bin" / "python")
+        cli = [sys.executable, "-m", "system1_gateway.cli", "daemon"]
+        subprocess.run([*cli, "start"], env=env, check=True, capture_output=True, timeout=180)
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            http_port = probe.getsockname()[1]
+        server = subprocess.Popen([sys.executable, __file__, "--http-server", str(http_port), token], env=env)
+        try:
+            end = time.monotonic() + 180
+            while json.loads(subprocess.run([*cli, "status"], env=env, capture_output=True, text=True).stdout
+                             ).get("health") != "ok":
+                if time.monotonic() > end:
+                    raise SystemExit("the daemon did not become ready")
+                time.sleep(0.2)
+            plugins = {arm: plugin_dir(base, arm, python, http_port) for arm in arms}
+            results = {arm: {"prompt": [], "tool": [], "hinted": []} for arm in arms}
+            rng = random.Random(28)
+            for r in range(a.rounds):
+                order = arms[:]
+                rng.shuffle(order)
+                for arm in order:
+                    got = session(claude, env, project, plugins[arm], a.turns)
+                    for key, values in got.items():
+                        results[arm][key] += values
+                print(f"round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
+        finally:
+            server.terminate()
+            subprocess.run([*cli, "stop"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(base / "plugins", ignore_errors=True)
+    report(results, a, os.cpu_count() or 0)
+    return 0
+
+
+def report(results: dict[str, dict[str, list[float]]], a: argparse.Namespace, cpus: int) -> None:
+    base = results.get("baseline") or {"prompt": [], "tool": []}
+    print(f"\nClaude Code 2.1.332 hook handlers, end to end ({a.rounds} rounds x {a.turns} turns per arm, "
+          f"{cpus} CPUs; ms; added = arm - baseline at the same percentile)\n")
+    print("| arm | prompt p50 | prompt p95 | added p50 | added p95 | tool call p50 | tool call p95 "
+          "| added p50 | added p95 | x baseline p50 (prompt / tool) | hinted |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for arm, r in results.items():
+        if not r["prompt"]:
+            print(f"| {arm} | no samples |")
+            continue
+        row = [arm]
+        ratios = []
+        for key in ("prompt", "tool"):
+            p50, p95 = statistics.median(r[key]), pct(r[key], 0.95)
+            b50 = statistics.median(base[key]) if base[key] else float("nan")
+            b95 = pct(base[key], 0.95) if base[key] else float("nan")
+            row += [f"{p50:.1f}", f"{p95:.1f}", f"{p50 - b50:+.1f}", f"{p95 - b95:+.1f}"]
+            ratios.append(f"{p50 / b50:.2f}")
+        row += [" / ".join(ratios), f"{sum(r['hinted']):.0f}/{len(r['hinted'])}"]
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""The plugin's hook server: the route and agent hooks as `mcp_tool` calls to one warm process.
+
+    <venv python> -I -m system1_gateway.hooks.serve [--explain]      (plugin.json `mcpServers.hooks`)
+
+Claude Code starts this stdio MCP server with the plugin (`plugin:system1:hooks`) and keeps it
+connected; `hooks/hooks.json` calls its tools `route` and `agent` instead of starting a Python
+process per prompt or spawn (≈ 30 ms each: interpreter start and imports). Each call runs the
+very body the command hook runs (route.py, agent.py, guard.py `body(run)`) on a `Run` built
+from the tool's arguments, and answers the hook's JSON output as text: what the command would
+print on stdout. The daemon is asked exactly as the command hook asks it (the port file and
+its per-user token, client.py): nothing about the daemon is in the plugin's settings.
+
+The arguments are the hook input's fields, which Claude Code interpolates into strings
+(`"${prompt}"`; an object such as `${tool_input}` arrives as its JSON text). Empty strings are
+dropped, so a field the hook input lacks reads as absent, as it does on the command path. The
+evidence is hostile: every field is data handed to the body, never echoed by this server.
+
+The tools are not listed (tools/list is empty): they are for Claude Code's hooks, not the
+model, and cost no context. Standard library only, like every hook (no mcp SDK, no pydantic):
+it starts in tens of milliseconds and holds no engine. Calls run concurrently in threads.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
+from .. import __version__, bounded_json
+from . import agent, common, guard, route
+
+SERVER_NAME = "system1-hooks"
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+MAX_LINE_BYTES = common.MAX_PAYLOAD_BYTES * 2  # a JSON-RPC line holding one hook input
+JSON_FIELDS = ("tool_input",)
+JOIN_S = 10.0  # at EOF, how long a call still running may take to answer (hook budgets are seconds)  # object-valued hook fields, interpolated as their JSON text
+
+HOOKS: dict[str, Any] = {  # tool name -> (body, on_crash): exactly what each command hook runs
+    "route": (route.body, None),
+    "agent": (agent.body, None),
+    "guard": (guard.body, guard.failed),
+}
+
+
+def payload_of(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The hook input a command hook would have read from stdin, from the tool's arguments."""
+    payload: dict[str, Any] = {}
+    for key, value in arguments.items():
+        if not isinstance(key, str) or value is None or value == "":
+            continue  # an interpolated field the hook input did not have
+        if key in JSON_FIELDS and isinstance(value, str):
+            try:
+                value = bounded_json.loads(value)
+            except ValueError:
+                continue
+            if not isinstance(value, dict):
+                continue
+        payload[key] = value
+    return payload
+
+
+def call(name: str, arguments: dict[str, Any], argv: list[str] | None = None) -> dict[str, Any] | None:
+    """Run hook `name` on `arguments` in this process: its output, or None (say nothing)."""
+    body, on_crash = HOOKS[name]
+    run = common.Run(name, argv, payload=payload_of(arguments))
+    return common.answer(run, body, on_crash)
+
+
+def handle(message: Any, argv: list[str] | None = None) -> dict[str, Any] | None:
+    """The JSON-RPC reply to one message (None for a notification)."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
+        return _error(message.get("id") if isinstance(message, dict) else None, -32600,
+                      "Invalid request: not a JSON-RPC 2.0 message")
+    if "id" not in message:
+        return None  # notifications/initialized, notifications/cancelled: nothing to answer
+    mid, method = message["id"], message["method"]
+    params: dict[str, Any] = p if isinstance(p := message.get("params"), dict) else {}
+    if method == "initialize":
+        asked = params.get("protocolVersion")
+        version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+        return _reply(mid, {"protocolVersion": version, "capabilities": {"tools": {}},
+                            "serverInfo": {"name": SERVER_NAME, "title": "System-1 Gateway hooks",
+                                           "version": __version__}})
+    if method == "ping":
+        return _reply(mid, {})
+    if method == "tools/list":
+        return _reply(mid, {"tools": []})  # hook-only tools: not offered to the model
+    if method == "tools/call":
+        name, arguments = params.get("name"), params.get("arguments")
+        if name not in HOOKS:
+            return _error(mid, -32602, f"Unknown tool: {name!r} (this server's hook tools: {', '.join(HOOKS)})")
+        if arguments is not None and not isinstance(arguments, dict):
+            return _error(mid, -32602, "Invalid params for tools/call: arguments is not an object")
+        out = call(str(name), arguments or {}, argv)
+        # Silence is `{}`: empty content makes Claude Code 2.1.332 add "UserPromptSubmit hook
+        # success: UserPromptSubmit completed" to the conversation, on every prompt.
+        return _reply(mid, {"content": [{"type": "text", "text": common.dumps(out) if out else "{}"}]})
+    return _error(mid, -32601, f"Method not found: {method}")
+
+
+def safe_handle(message: Any, argv: list[str] | None = None) -> dict[str, Any] | None:
+    """handle(), with an internal error reply rather than no reply (Claude Code would wait out
+    the hook's timeout for an answer that never comes)."""
+    try:
+        return handle(message, argv)
+    except Exception as exc:  # noqa: BLE001 - a server bug must not hang the hook
+        mid = message.get("id") if isinstance(message, dict) else None
+        return _error(mid, -32603, f"Internal error: {type(exc).__name__}")
+
+
+def _reply(mid: Any, result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": mid, "result": result}
+
+
+def _error(mid: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": mid, "error": {"code": code, "message": message}}
+
+
+class Wire:
+    """stdout, one JSON-RPC message per line, written whole under a lock (calls run in threads)."""
+
+    def __init__(self, out: BinaryIO):
+        self.out, self.lock = out, threading.Lock()
+
+    def send(self, reply: dict[str, Any] | None) -> None:
+        if reply is None:
+            return
+        data = (json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        with self.lock:
+            self.out.write(data)
+            self.out.flush()
+
+
+def serve(stdin: BinaryIO, stdout: BinaryIO, argv: list[str] | None = None) -> None:
+    """Answer JSON-RPC lines from `stdin` until EOF; each tools/call in its own thread."""
+    wire = Wire(stdout)
+    calls: list[threading.Thread] = []
+    while True:
+        line = stdin.readline(MAX_LINE_BYTES + 1)
+        if not line:  # EOF: answer the calls still running (each ends within its hook's budget)
+            for thread in calls:
+                thread.join(timeout=JOIN_S)
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while (rest := stdin.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass  # skip the rest of an oversized line
+            wire.send(_error(None, -32600, f"Invalid request: a line over {MAX_LINE_BYTES} bytes"))
+            continue
+        if not line.strip():
+            continue
+        try:
+            message = bounded_json.loads(line.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            wire.send(_error(None, -32700, "Parse error: not JSON"))
+            continue
+        if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message:
+            calls = [t for t in calls if t.is_alive()]
+            thread = threading.Thread(target=lambda m=message: wire.send(safe_handle(m, argv)), daemon=True)
+            thread.start()
+            calls.append(thread)
+        else:
+            wire.send(safe_handle(message, argv))
+
+
+def main() -> int:
+    try:
+        serve(sys.stdin.buffer, sys.stdout.buffer, sys.argv[1:])
+    except KeyboardInterrupt:  # Claude Code stops its MCP servers with SIGINT
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""The plugin's hook server (hooks/serve.py) as Claude Code's `mcp_tool` hooks call it: a stdio
+MCP server whose tools run the very hook bodies the command hooks run, on a `Run` built from
+the interpolated hook fields. Same answers as the command path, silence as `{}`, hidden tools,
+hostile fields as data, and the command path's `Run` unchanged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from system1_gateway.hooks import common, serve
+from test_cli_daemon import start_daemon  # noqa: F401 - the fixture
+from test_hooks import HINT, LONG, UNRULED, config, hook, log, routing_on
+
+
+class Server:
+    """`python -I -m system1_gateway.hooks.serve`, spoken to line by line."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-I", "-m", "system1_gateway.hooks.serve"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.ids = 0
+
+    def ask(self, method: str, params: dict | None = None, raw: bytes | None = None) -> dict:
+        self.ids += 1
+        line = raw if raw is not None else json.dumps(
+            {"jsonrpc": "2.0", "id": self.ids, "method": method, **({"params": params} if params else {})}).encode()
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def hook(self, name: str, arguments: dict) -> dict | None:
+        reply = self.ask("tools/call", {"name": name, "arguments": arguments})
+        text = reply["result"]["content"][0]["text"]
+        return json.loads(text) or None
+
+    def close(self) -> int:
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def server():
+    """A server started on first use: after the test's config and daemon (their environment)."""
+    started: list[Server] = []
+
+    class Lazy:
+        def __getattr__(self, name):
+            if not started:
+                started.append(Server())
+            return getattr(started[0], name)
+
+    yield Lazy()
+    for s in started:
+        s.close()
+
+
+def as_fields(payload: dict) -> dict:
+    """The hook input as an mcp_tool `input` template delivers it: strings, objects as JSON."""
+    return {k: json.dumps(v) if isinstance(v, dict) else v for k, v in payload.items()}
+
+
+def test_handshake_lists_no_tools_and_refuses_unknown_ones(server):
+    init = server.ask("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                     "clientInfo": {"name": "t", "version": "0"}})
+    assert init["result"]["protocolVersion"] == "2025-11-25" and init["result"]["capabilities"] == {"tools": {}}
+    assert server.ask("tools/list")["result"] == {"tools": []}  # hook tools cost the model no context
+    assert server.ask("ping")["result"] == {}
+    unknown = server.ask("tools/call", {"name": "system1_decide", "arguments": {}})
+    assert unknown["error"]["code"] == -32602 and "route, agent, guard" in unknown["error"]["message"]
+    assert server.ask("", raw=b"{not json")["error"]["code"] == -32700
+    assert server.ask("resources/list")["error"]["code"] == -32601
+
+
+def test_the_served_hooks_answer_as_the_commands_do(write_config, tmp_path, start_daemon, server):
+    config(write_config, tmp_path, routing=routing_on(tmp_path), guard={"enabled": True})
+    start_daemon()
+    route_in = {"hook_event_name": "UserPromptSubmit", "prompt": LONG, "cwd": str(tmp_path), "session_id": "s1",
+                "prompt_id": "", "source": ""}
+    guard_in = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": UNRULED},
+                "cwd": str(tmp_path), "tool_use_id": "toolu_1"}
+    served = server.hook("route", as_fields(route_in))
+    assert served == hook("route", route_in)[1] and served["hookSpecificOutput"]["additionalContext"].startswith(HINT)
+    served = server.hook("guard", as_fields(guard_in))
+    assert served == hook("guard", guard_in)[1] and served["hookSpecificOutput"]["permissionDecision"] == "ask"
+    prompts = [e for e in log(tmp_path) if e["source"] == "prompt"]
+    assert len(prompts) == 2 and prompts[0] == {**prompts[1], "ts": prompts[0]["ts"]}  # "" fields read as absent
+    assert prompts[0]["prompt_id"] is None or prompts[0]["prompt_id"] == ""  # as the command logs a missing one
+    spawn = {"hook_event_name": "PreToolUse", "tool_name": "Agent", "cwd": str(tmp_path), "tool_use_id": "toolu_2",
+             "tool_input": {"prompt": LONG, "description": "d", "subagent_type": "general-purpose"}}
+    assert server.hook("agent", as_fields(spawn)) is None
+    assert [e for e in log(tmp_path) if e["source"] == "agent"][-1]["tool_use_id"] == "toolu_2"
+
+
+def test_the_guard_failure_policy_holds_when_served(write_config, tmp_path, server):
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})  # no daemon
+    out = server.hook("guard", {"tool_input": json.dumps({"command": UNRULED})})
+    assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert "could not judge" in out["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+@pytest.mark.parametrize("arguments", [{}, {"tool_input": "not json"}, {"tool_input": "[1, 2]"},
+                                       {"prompt": {"nested": "object"}}, {"tool_input": '{"command": 7}'},
+                                       {"prompt": "}\"]}{\\u0000 ${prompt} $(rm -rf ~)" * 100}])
+def test_hostile_or_malformed_fields_are_silence(write_config, tmp_path, start_daemon, server, arguments):
+    config(write_config, tmp_path, routing=routing_on(tmp_path), guard={"enabled": True})
+    start_daemon()
+    for name in ("guard", "agent"):
+        assert server.hook(name, arguments) is None
+    out = server.hook("route", arguments)
+    assert out is None or set(out["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
+    assert "rm -rf" not in json.dumps(out)  # the prompt is data: it never reaches the output
+
+
+def test_payload_of_drops_empty_fields_and_parses_tool_input():
+    assert serve.payload_of({"prompt": "", "source": None, "cwd": "/x", "tool_input": '{"command": "ls"}'}) == \
+        {"cwd": "/x", "tool_input": {"command": "ls"}}
+    assert serve.payload_of({"tool_input": "[]"}) == {}
+
+
+def test_run_from_a_payload_reads_no_stdin_and_explains_nothing():
+    run = common.Run("guard", payload={"tool_input": {"command": "ls"}})
+    assert run.text("tool_input", "command") == "ls" and run.explain is False
+    assert common.Run("guard", ["--explain"]).payload == {}
+    seen = []
+    assert common.answer(run, lambda r: seen.append(r.text("tool_input", "command")) or {"x": 1}) == {"x": 1}
+    assert seen == ["ls"]
+    assert common.answer(run, lambda r: 1 / 0, lambda r, why: {"crashed": why}) == \
+        {"crashed": "ZeroDivisionError: division by zero"}
+    assert common.answer(run, lambda r: 1 / 0) is None
+
+
+def test_the_server_answers_calls_still_running_at_eof(write_config, tmp_path):
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.3})
+    line = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                       "params": {"name": "guard", "arguments": {"tool_input": json.dumps({"command": UNRULED})}}})
+    proc = subprocess.run([sys.executable, "-I", "-m", "system1_gateway.hooks.serve"], input=line.encode() + b"\n",
+                          capture_output=True, timeout=30)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["id"] == 9
