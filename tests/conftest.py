@@ -50,6 +50,18 @@ def pytest_configure(config):
         f"(build, install the wheel, test), or set {SOURCE_OPT_IN}=1 to test the source tree (not in CI).")
 
 
+# The longest files first (seconds of test time in a run on 2 cores): with `--dist loadfile`
+# each worker takes the next file when it is free, so the long ones must not come last.
+SLOW_FIRST = ("test_embedded_latency.py", "test_teach.py", "test_embedded.py", "test_guard_structure.py",
+              "test_install.py", "test_pi.py", "test_hooks.py", "test_first_call.py", "test_daemon.py",
+              "test_http_fuzz.py", "test_fuzz.py", "test_http.py", "test_claude_code.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable: order within a file kept
+
+
 def _leftover_daemons(base: Path) -> list[int]:
     """Daemon processes started under this session's temporary directories (Linux /proc)."""
     found = []
@@ -94,6 +106,8 @@ def isolated_env(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     # No test starts the per-user daemon unless it asks to (tests of the daemon set it to 1).
     monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "0")
+    # Any daemon a test starts binds a free port: the suite runs in parallel workers.
+    monkeypatch.setenv("SYSTEM1_SERVE_PORT", "0")
     from system1_gateway import notices
 
     notices._last.clear()  # each test starts like a new process

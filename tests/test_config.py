@@ -132,6 +132,7 @@ def test_credential_variables_are_not_settings(monkeypatch):
 def test_serve_table_defaults_file_and_environment(write_config, monkeypatch):
     from system1_gateway.config import load_config
 
+    monkeypatch.delenv("SYSTEM1_SERVE_PORT")  # conftest: 0 (any free port)
     assert load_config().serve.port == 8737 and load_config().serve.autostart is False  # conftest: 0
     write_config('[serve]\nport = 9001\nidle_exit_min = 5\napi_key_env = "TEAM_KEY"\n')
     monkeypatch.setenv("SYSTEM1_SERVE_HOST", "0.0.0.0")
@@ -145,6 +146,7 @@ def test_serve_errors_name_the_line_or_the_variable(write_config, monkeypatch):
     from system1_gateway.config import load_config
     from system1_gateway.errors import ConfigError
 
+    monkeypatch.delenv("SYSTEM1_SERVE_PORT")  # conftest: 0, which would win over the file
     write_config('[serve]\nhost = "127.0.0.1"\nport = 70000\n')
     with pytest.raises(ConfigError, match=r"line 3, \[serve\].*port"):
         load_config()
