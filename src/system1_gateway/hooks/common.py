@@ -200,7 +200,7 @@ def skip_reason(run: Run, prompt: str, min_words: int) -> str | None:
     wrote it; without one, the hand-back prefixes are the guess."""
     if toggle.paused():
         return "paused (system1 toggle on resumes)"
-    source = run.payload.get("source")
+    source = run.payload.get("source") or None  # "" reads as absent, as on the served path
     if source is not None and source not in TYPED_SOURCES:
         shown = source if isinstance(source, str) and source.isprintable() and len(source) <= 40 else "?"
         return f"machine-injected prompt (source={shown})"
