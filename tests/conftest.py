@@ -53,8 +53,12 @@ def pytest_configure(config):
 # The longest files first (seconds of test time in a run on 2 cores): with `--dist loadfile`
 # each worker takes the next file when it is free, so the long ones must not come last.
 SLOW_FIRST = ("test_embedded_latency.py", "test_teach.py", "test_embedded.py", "test_guard_structure.py",
-              "test_install.py", "test_pi.py", "test_hooks.py", "test_first_call.py", "test_daemon.py",
-              "test_http_fuzz.py", "test_fuzz.py", "test_http.py", "test_claude_code.py")
+              "test_install.py", "test_pi.py", "test_hooks.py", "test_first_call.py",
+              "test_daemon.py", "test_http_fuzz.py", "test_fuzz.py", "test_http.py",
+              "test_claude_code.py", "test_jev_clients.py", "test_bulk.py", "test_typecheck.py",
+              "test_mcp_wire.py", "test_client.py", "test_heads.py", "test_state_replicas.py",
+              "test_waterfall.py", "test_cli.py", "test_bench.py", "test_packaging.py",
+              "test_mcp_clients.py", "test_outcomes.py", "test_http_load.py", "test_calibration.py")
 
 
 def pytest_collection_modifyitems(config, items):

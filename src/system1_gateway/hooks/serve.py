@@ -35,8 +35,8 @@ from . import agent, common, guard, route
 SERVER_NAME = "system1-hooks"
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MAX_LINE_BYTES = common.MAX_PAYLOAD_BYTES * 2  # a JSON-RPC line holding one hook input
-JSON_FIELDS = ("tool_input",)
-JOIN_S = 10.0  # at EOF, how long a call still running may take to answer (hook budgets are seconds)  # object-valued hook fields, interpolated as their JSON text
+JSON_FIELDS = ("tool_input",)  # object-valued hook fields, interpolated as their JSON text
+JOIN_S = 10.0  # at EOF, how long a call still running may take to answer (hook budgets are seconds)
 
 HOOKS: dict[str, Any] = {  # tool name -> (body, on_crash): exactly what each command hook runs
     "route": (route.body, None),
