@@ -319,6 +319,8 @@ AUTH_FINDINGS = {  # the Guard stripped every str.isspace() character around the
     "trailing-vt": ("Bearer", " ", "exact", "0", "", "\x0b", ""),
     "trailing-us": ("Bearer", " ", "exact", "0", "", "\x1f", ""),
     "leading-ff": ("Bearer", " \x0c", "exact", "0", "", "", ""),
+    # the long run (seed 5): a tab between scheme and token passed; RFC 9110 allows only spaces
+    "sp-htab-separator": ("BEARER", " \t", "exact", "0", "\t", "", ""),
 }
 AUTH_ACCEPTED = {  # the optional whitespace HTTP allows around a field value (an ASGI server may keep it)
     "padded-sp": ("bearer", "  ", "exact", "0", "  ", "  ", ""),

@@ -105,8 +105,9 @@ class Guard:
         # Only the whitespace HTTP allows around a value (SP, HTAB; h11 strips it, other servers
         # may not): str.strip() also dropped control characters (\x0b, \x1c-\x1f), so
         # "Bearer <token>\x0b" passed (fuzz, issue 27).
+        # Between scheme and token only spaces (RFC 9110 §11.4: `auth-scheme 1*SP token68`).
         scheme, _, given = headers.get("authorization", "").strip(" \t").partition(" ")
-        presented = given.strip(" \t").encode("utf-8", "replace")
+        presented = given.lstrip(" ").encode("utf-8", "replace")
         # compare_digest with every key, always: the time taken says nothing about which matched
         matches = [hmac.compare_digest(presented, key) for key in self.keys]
         return scheme.lower() == "bearer" and any(matches)
