@@ -17,14 +17,17 @@ built from fixed words, the confidence and the deciding part (shortened), never 
 In Claude Code's auto mode (`permission_mode: "auto"` in the hook input) a classifier reviews
 every call, and a hook's "ask" would force a prompt it would have handled (Claude Code
 ≥ 2.1.211). There the guard denies only what reads destructive at `[guard]
-auto_deny_min_confidence` (default 0.95; a policy rule's answer is certain), with the deciding
-part in the reason; below that, and when it is unsure, it forces nothing: with `auto_context`
+auto_deny_min_confidence` (default 0.95; a policy rule's answer is certain), the reason naming
+the deciding part (its place, the rule, a quoted excerpt of at most 60 characters: what reaches
+the model is fixed words and a quote, never the command's text as the guard's); below that, and when it is unsure, it forces nothing: with `auto_context`
 it passes what it read to the model as context, and when the engine fails it stays silent (the
 classifier still reviews the call). Every other mode asks as above. The log records the mode.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
 if TYPE_CHECKING:
@@ -106,14 +109,15 @@ def body(run: Run) -> dict[str, Any] | None:
                                 "features": {"destructive": {"answer": p_true >= 0.5,
                                                              "confidence": round(confidence, 4)}},
                                 "mode": mode, "decision": decision, "asked": decision == "ask"})
+    # What goes to the model (auto mode's deny reason and context) is fixed words, the rule's id
+    # or the unsure category, and the part as a quoted, shortened excerpt: the command is the
+    # agent's (or an attacker's) text and must not speak with the guard's voice.
     if decision == "deny":
         return decide("deny", f"System-1 guard (auto mode): this command reads as destructive "
-                              f"(p = {p_true:.2f}){_where(answer)}: {_reason(answer, 'it may delete or overwrite data')}. "
-                              "Not run; do it another way or ask the user to run it.")
+                              f"(p = {p_true:.2f}){_quoted(answer)}. Not run; do it another way or ask the user to run it.")
     if decision == "context":
-        what = (f"cannot tell what this command does{_where(answer)}: {_reason(answer)}" if unsure else
-                f"this command reads as destructive (p = {p_true:.2f}){_where(answer)}: "
-                f"{_reason(answer, 'it may delete or overwrite data')}")
+        what = (f"cannot tell what this command does{_quoted(answer)}" if unsure else
+                f"this command reads as destructive (p = {p_true:.2f}){_quoted(answer)}")
         return context(f"System-1 guard: {what}. Be sure the user wants this before relying on it.")
     if decision is None:
         return None
@@ -133,6 +137,27 @@ def _where(answer: dict[str, Any]) -> str:
     if not isinstance(part, dict) or not isinstance(part.get("text"), str):
         return ""
     return f" (part {part.get('index')} of {part.get('of')}: {part['text'][:120]})"
+
+
+RULE_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,40}")
+EXCERPT = 60  # characters of the deciding part quoted to the model
+
+
+def _quoted(answer: dict[str, Any]) -> str:
+    """` (part 2 of 2, rule rm, command text "rm -rf ~")`: the part's place, the rule id or the
+    unsure category (fixed words), and the part as a JSON-quoted excerpt; '' without parts."""
+    part = answer.get("part")
+    if not isinstance(part, dict) or not isinstance(part.get("text"), str):
+        return ""
+    index, of = part.get("index"), part.get("of")
+    place = f"part {index} of {of}" if isinstance(index, int) and isinstance(of, int) else "a part"
+    rule, unsure = part.get("rule"), answer.get("abstain_reason")
+    if isinstance(rule, str) and RULE_ID.fullmatch(rule):
+        place += f", rule {rule}"
+    elif unsure in UNSURE:
+        place += f", {unsure}"
+    text = part["text"] if len(part["text"]) <= EXCERPT else part["text"][:EXCERPT - 1] + "…"
+    return f" ({place}, command text {json.dumps(text)})"
 
 
 def _reason(answer: dict[str, Any], default: str = "the engine abstained") -> str:
