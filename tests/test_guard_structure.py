@@ -104,7 +104,7 @@ SILENT = ["git status && git log --oneline -5", "ls -la", "eval \"$(ssh-agent -s
 
 def guard_daemon(write_config, start_daemon):
     write_config('[gateway]\nprovider = "embedded"\n[providers.embedded]\ntier = "fast"\n'
-                 '[guard]\nenabled = true\nbudget_s = 5\n')
+                 '[guard]\nenabled = true\nbudget_s = 4.5\n')
     start_daemon()
 
 

@@ -78,7 +78,8 @@ def test_defaults_are_all_off():
     ({"guard": {"on_failure": "allow"}}, "[guard] on_failure: expected \"ask\" or \"open\", got 'allow'"),
     ({"skills": {"hints": True}}, "[skills] hints: unknown key (expected one of enabled, hint, min_confidence)"),
     ({"routing": {"min_words": 2.5}}, "[routing] min_words: expected a whole number from 0 to 1000"),
-    ({"guard": {"budget_s": 0}}, "[guard] budget_s: expected a number from 0.05 to 30"),
+    ({"guard": {"budget_s": 0}}, "[guard] budget_s: expected a number from 0.05 to 4.5"),
+    ({"routing": {"budget_s": 10}}, "[routing] budget_s: expected a number from 0.05 to 4.5"),
     ({"guard": {"auto_deny_min_confidence": 5}}, "[guard] auto_deny_min_confidence: expected a number from 0 to 1"),
     ({"guard": {"auto_context": "sometimes"}}, "[guard] auto_context: expected true or false"),
     ({"routing": {"mode": "act"}}, "[routing] mode: expected \"log\", \"hint\" or \"set\", got 'act'"),
@@ -635,11 +636,13 @@ def test_set_mode_sets_the_model_and_echoes_the_whole_input(write_config, tmp_pa
     out = hook("agent", spawn_payload(tmp_path, effort="high"))[1]
     assert out["hookSpecificOutput"]["updatedInput"]["effort"] == "high"
     assert (log(tmp_path)[-1]["set_model"], log(tmp_path)[-1]["set_effort"]) == ("haiku", None)
-    # outside the log dirs it still sets, and logs nothing
+    # outside the log dirs it still sets, and records that it did, without the brief's text
     elsewhere = {**spawn_payload(tmp_path), "cwd": "/"}
     before = len(log(tmp_path))
     assert hook("agent", elsewhere)[1]["hookSpecificOutput"]["updatedInput"]["model"] == "haiku"
-    assert len(log(tmp_path)) == before
+    assert len(log(tmp_path)) == before + 1
+    entry = log(tmp_path)[-1]
+    assert (entry["set_model"], entry["prompt"], entry["description"], entry["text_logged"]) == ("haiku", None, None, False)
 
 
 def test_set_mode_leaves_the_spawn_alone_and_says_why(write_config, tmp_path, start_daemon):
@@ -662,6 +665,13 @@ def test_set_mode_leaves_the_spawn_alone_and_says_why(write_config, tmp_path, st
     agents.mkdir(parents=True)
     (agents / "doc-finder.md").write_text("---\nname: doc-finder\ndescription: Finds docs.\nmodel: opus\n---\nFind.\n")
     left_alone(spawn_payload(tmp_path, subagent_type="doc-finder"), "explicit_model", "chosen explicitly (opus)")
+    (tmp_path / ".git").mkdir()  # a session in a subfolder still finds the project's agents
+    sub = tmp_path / "src" / "pkg"
+    sub.mkdir(parents=True)
+    left_alone({**spawn_payload(tmp_path, subagent_type="doc-finder"), "cwd": str(sub)}, "explicit_model",
+               "chosen explicitly (opus)")
+    left_alone(spawn_payload(tmp_path, subagent_type="pr-kit:code-reviewer"), "explicit_model",
+               "chosen explicitly (the pr-kit:code-reviewer agent's own definition)")  # a plugin's agent
     config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set", min_confidence=0.95))
     left_alone(spawn_payload(tmp_path), "below_threshold", "(read_only 0.90 < 0.95)")
     config(write_config, tmp_path, routing=routing_on(tmp_path, mode="hint"))
@@ -714,6 +724,11 @@ def test_routing_set_needs_ready_or_force_and_status_shows_which(write_config, t
     assert oct(gate.stat().st_mode & 0o777) == "0o600"
     code, out, _ = run_cli("status")
     assert out[0]["routing"]["shown"].startswith("set (FORCED at ") and out[0]["routing"]["verdict"] == "FORCED"
+    # a new evaluation that says NOT READY withdraws the earlier verdict: "set" acts as "hint"
+    code, out, err = run_cli("routing", "set", "--min-failures", "0")
+    assert code == 3 and "the earlier verdict is withdrawn" in out[0]["error"] and not gate.exists(), err
+    code, out, _ = run_cli("status")
+    assert out[0]["routing"]["verdict"] is None, out[0]["routing"]
     code, out, _ = run_cli("routing", "hint")
     assert code == 0 and out[0]["mode"] == "hint" and not gate.exists()
 

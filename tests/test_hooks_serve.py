@@ -140,3 +140,67 @@ def test_the_server_answers_calls_still_running_at_eof(write_config, tmp_path):
     proc = subprocess.run([sys.executable, "-I", "-m", "system1_gateway.hooks.serve"], input=line.encode() + b"\n",
                           capture_output=True, timeout=30)
     assert proc.returncode == 0 and json.loads(proc.stdout)["id"] == 9
+
+
+# -- a hostile repository, a misbehaving rule (review of issue 28) -----------------------------
+
+def test_a_fifo_or_a_link_to_stdin_as_a_skill_or_agent_file_is_not_read(write_config, tmp_path, start_daemon, server):
+    """A FIFO named SKILL.md blocked the served call forever; a SKILL.md linked to /dev/stdin read
+    the server's own JSON-RPC pipe and swallowed the next requests. Only regular files are read."""
+    import os
+
+    skills_dir = tmp_path / "claude" / "skills"
+    (skills_dir / "fifo").mkdir(parents=True)
+    os.mkfifo(skills_dir / "fifo" / "SKILL.md")
+    (skills_dir / "stdin").mkdir()
+    (skills_dir / "stdin" / "SKILL.md").symlink_to("/dev/stdin")
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    os.mkfifo(agents / "reviewer.md")
+    config(write_config, tmp_path, routing=routing_on(tmp_path, enabled=False), skills={"hint": True})
+    start_daemon()
+    arguments = {"prompt": LONG, "cwd": str(tmp_path)}
+    assert server.hook("route", arguments) is None  # no skill could be read: nothing to pick from
+    assert server.ask("ping")["result"] == {}  # the stream is intact: the next request is answered
+    spawn = {"cwd": str(tmp_path), "tool_input": json.dumps({"prompt": LONG, "subagent_type": "reviewer"})}
+    assert server.hook("agent", spawn) is None
+    assert server.ask("ping")["result"] == {}
+
+
+def test_every_call_is_answered_by_its_deadline_and_a_rule_cannot_break_the_stream(write_config, tmp_path,
+                                                                                   start_daemon):
+    """A rule that prints, exits or loops runs inside the server: the stream stays JSON-RPC, and
+    a call whose body never returns is answered with silence by the deadline."""
+    import os
+    import time
+    from pathlib import Path
+
+    config(write_config, tmp_path, routing={**routing_on(tmp_path), "mode": "set"})
+    rule = Path(os.environ["SYSTEM1_CONFIG"]).parent / "routing_rule.py"
+    start_daemon()
+    spawn = {"cwd": str(tmp_path), "tool_input": json.dumps({"prompt": LONG, "subagent_type": "general-purpose"})}
+    for body in ('def tier(f):\n    print("hello")\n    return "haiku"\n',
+                 'import sys\ndef tier(f):\n    sys.exit(3)\n'):
+        rule.write_text(body)
+        server = Server()
+        try:
+            assert server.hook("agent", spawn) is None and server.ask("ping")["result"] == {}
+        finally:
+            server.close()
+    rule.write_text('def tier(f):\n    while True:\n        pass\n')
+    server = Server()
+    try:
+        started = time.monotonic()
+        assert server.hook("agent", spawn) is None
+        assert time.monotonic() - started < serve.CALL_DEADLINE_S + 3
+        assert server.ask("ping")["result"] == {}
+    finally:
+        server.proc.kill()
+
+
+def test_a_lone_surrogate_in_the_input_still_gets_an_answer():
+    import io
+
+    out = io.BytesIO()
+    serve.Wire(out).send({"jsonrpc": "2.0", "id": 1, "result": {"text": "\ud800"}})
+    assert json.loads(out.getvalue()) == {"jsonrpc": "2.0", "id": 1, "result": {"text": "\ud800"}}

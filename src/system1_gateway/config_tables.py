@@ -46,6 +46,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 ON_FAILURE = ("ask", "open")
+HOOK_BUDGET_MAX_S = 4.5  # the hooks' timeout in hooks/hooks.json is 5 s
 ROUTING_MODES = ("log", "hint", "set")  # routing.MODES (not imported: config.py reads this module too)
 TABLES = tuple(DEFAULTS)
 # What a boolean setting given as text means (pydantic's words, so the fast path and the
@@ -93,7 +94,9 @@ def _check(table: str, key: str, value: Any) -> Any:
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise Problem(f"{where}: expected a number, got {value!r}")
-        low, high = (0.0, 1.0) if key.endswith("min_confidence") else (0.05, 30.0)
+        # A budget ends before the hook's 5 s timeout (hooks.json): Claude Code treats a hook it
+        # had to kill as a non-blocking error, so a guard still waiting would let the command run.
+        low, high = (0.0, 1.0) if key.endswith("min_confidence") else (0.05, HOOK_BUDGET_MAX_S)
         if not low <= float(value) <= high:
             raise Problem(f"{where}: expected a number from {low:g} to {high:g}, got {value!r}")
         return float(value)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
 if TYPE_CHECKING:
@@ -58,13 +59,19 @@ def parent_model(run: Run) -> str | None:
     if not where:
         return None
     try:
-        with open(where, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - TRANSCRIPT_TAIL))
-            tail = handle.read()
+        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
+    try:  # the tail of a regular file only (a FIFO or device would block or never end)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        os.lseek(fd, max(0, info.st_size - TRANSCRIPT_TAIL), os.SEEK_SET)
+        tail = os.read(fd, TRANSCRIPT_TAIL)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     for line in reversed(tail.split(b"\n")):
         if b'"assistant"' not in line or b'"model"' not in line:
             continue
@@ -82,23 +89,28 @@ def parent_model(run: Run) -> str | None:
 def defined_model(run: Run, subagent_type: str) -> str | None:
     """The `model:` of the subagent's own definition (project, then user .claude/agents/*.md),
     when it names one other than `inherit`: a choice the user made in a file."""
-    if not subagent_type or subagent_type in ("general-purpose", "fork") or ":" in subagent_type:
+    if not subagent_type or subagent_type in ("general-purpose", "fork"):
         return None
-    from .skills import frontmatter
+    if ":" in subagent_type:  # a plugin's agent: its definition (and model) is the plugin's choice
+        return f"the {subagent_type} agent's own definition"
+    from .skills import frontmatter, read_regular
 
-    project = os.environ.get("CLAUDE_PROJECT_DIR") or run.text("cwd") or os.getcwd()
+    cwd = run.text("cwd") or os.getcwd()
+    # The hook server may run without CLAUDE_PROJECT_DIR: then the session's folder and its
+    # repository's root (a session started in a subfolder still finds the project's agents).
+    projects = [os.environ["CLAUDE_PROJECT_DIR"]] if os.environ.get("CLAUDE_PROJECT_DIR") else \
+        list(dict.fromkeys([cwd, common.repo_of(cwd)]))
     user = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    for folder in (os.path.join(project, ".claude", "agents"), os.path.join(user, "agents")):
+    for folder in [os.path.join(p, ".claude", "agents") for p in projects] + [os.path.join(user, "agents")]:
         try:
             names = sorted(n for n in os.listdir(folder) if n.endswith(".md"))[:AGENT_FILES]
         except OSError:
             continue
         for name in names:
-            try:
-                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as handle:
-                    fields = frontmatter(handle.read(16 << 10))
-            except OSError:
+            data = read_regular(os.path.join(folder, name), 16 << 10)
+            if data is None:
                 continue
+            fields = frontmatter(data.decode("utf-8", "replace"))
             if fields.get("name", name[:-3]) == subagent_type:
                 model = fields.get("model", "").strip()
                 return model if model and model != "inherit" else None
@@ -160,6 +172,8 @@ def body(run: Run) -> dict[str, Any] | None:
             record["set_effort"] = out.get("effort") if out.get("effort") != tool_input.get("effort") else None
     if logging:
         common.append_log(run, record)
+    elif out:  # a set model is always recorded; without log_dirs here, without the brief's text
+        common.append_log(run, {**record, "prompt": None, "description": None, "text_logged": False})
     if not out:
         return None
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": out}}

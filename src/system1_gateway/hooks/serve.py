@@ -35,8 +35,13 @@ from . import agent, common, guard, route
 SERVER_NAME = "system1-hooks"
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MAX_LINE_BYTES = common.MAX_PAYLOAD_BYTES * 2  # a JSON-RPC line holding one hook input
-JSON_FIELDS = ("tool_input",)  # object-valued hook fields, interpolated as their JSON text
+JSON_FIELDS = {"tool_input": dict, "skills": list}  # hook fields interpolated as their JSON text
 JOIN_S = 10.0  # at EOF, how long a call still running may take to answer (hook budgets are seconds)
+# Every call is answered by this time, whatever its body does (a user's rule that loops, a read
+# that blocks): silence (`{}`) rather than Claude Code waiting out the hook's 5 s timeout.
+CALL_DEADLINE_S = 4.7
+MAX_CALLS = 32  # calls running at once; past it a call is answered with silence at once
+SILENCE = "{}"
 
 HOOKS: dict[str, Any] = {  # tool name -> (body, on_crash): exactly what each command hook runs
     "route": (route.body, None),
@@ -56,7 +61,7 @@ def payload_of(arguments: dict[str, Any]) -> dict[str, Any]:
                 value = bounded_json.loads(value)
             except ValueError:
                 continue
-            if not isinstance(value, dict):
+            if not isinstance(value, JSON_FIELDS[key]):
                 continue
         payload[key] = value
     return payload
@@ -106,7 +111,7 @@ def safe_handle(message: Any, argv: list[str] | None = None) -> dict[str, Any] |
     the hook's timeout for an answer that never comes)."""
     try:
         return handle(message, argv)
-    except Exception as exc:  # noqa: BLE001 - a server bug must not hang the hook
+    except BaseException as exc:  # noqa: BLE001 - a server bug (or a rule's sys.exit) must not hang the hook
         mid = message.get("id") if isinstance(message, dict) else None
         return _error(mid, -32603, f"Internal error: {type(exc).__name__}")
 
@@ -128,10 +133,28 @@ class Wire:
     def send(self, reply: dict[str, Any] | None) -> None:
         if reply is None:
             return
-        data = (json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        # ASCII escapes: a lone surrogate echoed from the input (`updatedInput`) cannot be UTF-8
+        data = (json.dumps(reply, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii")
         with self.lock:
             self.out.write(data)
             self.out.flush()
+
+
+class Once:
+    """The one reply of a call: the body's, or silence at the deadline, whichever comes first."""
+
+    def __init__(self, wire: Wire, mid: Any):
+        self.wire, self.mid, self.lock, self.sent = wire, mid, threading.Lock(), False
+
+    def send(self, reply: dict[str, Any] | None) -> None:
+        with self.lock:
+            if self.sent:
+                return
+            self.sent = True
+        self.wire.send(reply)
+
+    def silence(self) -> None:
+        self.send(_reply(self.mid, {"content": [{"type": "text", "text": SILENCE}]}))
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO, argv: list[str] | None = None) -> None:
@@ -158,7 +181,19 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, argv: list[str] | None = None) -> N
             continue
         if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message:
             calls = [t for t in calls if t.is_alive()]
-            thread = threading.Thread(target=lambda m=message: wire.send(safe_handle(m, argv)), daemon=True)
+            once = Once(wire, message["id"])
+            if len(calls) >= MAX_CALLS:
+                once.silence()
+                continue
+            timer = threading.Timer(CALL_DEADLINE_S, once.silence)
+            timer.daemon = True
+            timer.start()
+
+            def work(m: dict[str, Any] = message, reply: Once = once, stop: threading.Timer = timer) -> None:
+                reply.send(safe_handle(m, argv))
+                stop.cancel()
+
+            thread = threading.Thread(target=work, daemon=True)
             thread.start()
             calls.append(thread)
         else:
@@ -166,8 +201,10 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, argv: list[str] | None = None) -> N
 
 
 def main() -> int:
+    wire = sys.stdout.buffer
+    sys.stdout = sys.stderr  # a print() in the user's rule must not write into the JSON-RPC stream
     try:
-        serve(sys.stdin.buffer, sys.stdout.buffer, sys.argv[1:])
+        serve(sys.stdin.buffer, wire, sys.argv[1:])
     except KeyboardInterrupt:  # Claude Code stops its MCP servers with SIGINT
         pass
     return 0

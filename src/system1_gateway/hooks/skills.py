@@ -9,6 +9,7 @@ enabled plugin's `skills/*/SKILL.md` (named `<plugin>:<skill>`), minus the skill
 from __future__ import annotations
 
 import os
+import stat
 
 from .. import bounded_json
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_DESCRIPTION = 400  # characters of a description sent to the engine (the listing truncates too)
+MAX_JSON_BYTES = 4 << 20  # a settings or plugin-list file; past this it is not one we read
 TRUE_WORDS = {"true", "yes", "on", "1"}
 
 
@@ -53,6 +55,28 @@ def frontmatter(text: str) -> dict[str, str]:
     return fields
 
 
+def read_regular(path: str, limit: int) -> bytes | None:
+    """The first `limit` bytes of a regular file; None for anything else. A repository is
+    hostile: a FIFO named SKILL.md would block the read forever, a link to /dev/stdin would read
+    the hook server's own JSON-RPC pipe. O_NONBLOCK opens a FIFO at once; fstat then refuses it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, left = [], limit
+        while left > 0 and (chunk := os.read(fd, min(left, 65536))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _skill_dir_entries(root: str, prefix: str = "") -> list[dict[str, str]]:
     found: list[dict[str, str]] = []
     try:
@@ -60,11 +84,12 @@ def _skill_dir_entries(root: str, prefix: str = "") -> list[dict[str, str]]:
     except OSError:
         return found
     for name in names:
-        path = os.path.join(root, name, "SKILL.md")
+        data = read_regular(os.path.join(root, name, "SKILL.md"), 16384)
         try:
-            with open(path, encoding="utf-8") as handle:
-                meta = frontmatter(handle.read(16384))
-        except (OSError, UnicodeDecodeError):
+            meta = frontmatter(data.decode("utf-8")) if data is not None else None
+        except UnicodeDecodeError:
+            continue
+        if meta is None:
             continue
         if meta.get("disable-model-invocation", "").lower() in TRUE_WORDS:
             continue
@@ -75,10 +100,10 @@ def _skill_dir_entries(root: str, prefix: str = "") -> list[dict[str, str]]:
 
 
 def _read_json(path: str) -> Any:
+    data = read_regular(path, MAX_JSON_BYTES)
     try:
-        with open(path, encoding="utf-8") as handle:
-            return bounded_json.file_loads(handle.read())
-    except (OSError, ValueError):
+        return bounded_json.file_loads(data) if data is not None else None
+    except ValueError:
         return None
 
 

@@ -89,7 +89,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             for reason in kept["reasons"]:
                 print(f"  • {reason}", file=sys.stderr)
-            return fail("evaluate says NOT READY: the mode is unchanged (--force overrides, and says so)",
+            # An earlier READY no longer holds: without a verdict, mode "set" acts as "hint".
+            had = gate.read() is not None
+            gate.clear()
+            return fail("evaluate says NOT READY: the mode is unchanged (--force overrides, and says so)"
+                        + ("; the earlier verdict is withdrawn, so the hook no longer sets models" if had else ""),
                         EXIT_NOT_READY, reasons=kept["reasons"])
     try:
         path = write_routing_mode(args.mode)

@@ -60,7 +60,7 @@ def decide(features: dict[str, bool], path: str | None = None) -> dict[str, Any]
         chosen = rule(dict(features))
     except RuleError:
         raise
-    except Exception as exc:  # noqa: BLE001 - the user's code: any error is reported, not raised
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code (even sys.exit): reported, not raised
         raise RuleError(f"{path}: {type(exc).__name__}: {exc}") from None
     return normalise(chosen, path)
 
