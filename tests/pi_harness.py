@@ -92,9 +92,12 @@ class PiHome:
         return [*self.pi.argv(), *mode, "--no-session", "--model", "mock/mock-model", "--no-extensions", "-e",
                 str(EXTENSION / "index.ts")]
 
-    def print_mode(self, api: MockOpenAIChat, prompt: str, json_mode: bool = False, env: dict | None = None):
+    def print_mode(self, api: MockOpenAIChat, prompt: str, json_mode: bool = False, env: dict | None = None,
+                   extra: tuple[str, ...] = ()):
+        """`extra`: more pi arguments, e.g. Pi 1.x's built-in extensions (`-e builtin:codemode`),
+        which `--no-extensions` leaves out."""
         mode = ["--mode", "json"] if json_mode else ["-p"]
-        return subprocess.run([*self.args(api, mode), prompt], capture_output=True, text=True, cwd=self.work,
+        return subprocess.run([*self.args(api, mode), *extra, prompt], capture_output=True, text=True, cwd=self.work,
                               env={**self.env, **(env or {})}, stdin=subprocess.DEVNULL, timeout=180)
 
     def system1(self, *args: str) -> dict[str, Any]:

@@ -41,11 +41,26 @@ def tsconfig(pi: PiInstall, files: list[str]) -> dict:
         "typeRoots": [str(types)], "baseUrl": ".", "paths": paths}, "files": files}
 
 
+CLASSIFIER_FITS = """import type { ProviderConfig } from "@mariozechner/pi-coding-agent";
+import type { ClassifierContext, ClassifierResult, ProviderClassifier } from "@mariozechner/pi-ai";
+import * as classifier from "%(classifier)s";
+const classify = async (_model: unknown, context: classifier.ClassifierContext) => classifier.classifierResult(null, String(context));
+export const config: ProviderConfig = classifier.providerConfig(classify);
+export const implementation: ProviderClassifier = { classify };
+export const result: ClassifierResult = classifier.classifierResult(null);
+export const context = (piContext: ClassifierContext): classifier.ClassifierContext => piContext;
+"""
+
+
 @pytest.mark.parametrize("pi", PIS, ids=lambda pi: pi.version)
 def test_typescript_type_checks_against_the_installed_pi(tmp_path, pi):
     require(TSC.exists(), str(TSC))
     require(pi.bin.exists(), str(pi.bin))
-    config = tsconfig(pi, [str(EXTENSION / "index.ts"), str(EXTENSION / "core.ts")])
+    files = [str(EXTENSION / "index.ts"), str(EXTENSION / "core.ts"), str(EXTENSION / "classifier.ts")]
+    if pi is PI16:  # classifier.ts declares Pi 1.x's classifier shapes itself (0.73.1 has none): Pi's own must fit
+        (tmp_path / "classifier_fits.ts").write_text(CLASSIFIER_FITS % {"classifier": EXTENSION / "classifier.ts"})
+        files.append(str(tmp_path / "classifier_fits.ts"))
+    config = tsconfig(pi, files)
     (tmp_path / "tsconfig.json").write_text(json.dumps(config))
     proc = subprocess.run([str(TSC), "-p", str(tmp_path / "tsconfig.json")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
