@@ -81,6 +81,10 @@ export function classifierResult(result: Judge | null, failure?: string): Classi
 	}
 	const answers: Record<string, ClassifierAnswer> = {};
 	for (const [qid, a] of Object.entries((result.answers ?? {}) as Record<string, GatewayAnswer>)) {
+		if (a.abstain_reason === "paused") {
+			// `system1 toggle off`: the gateway's uniform "no opinion" is not an answer to pass on
+			return { ...base, stopReason: "error", errorMessage: "System 1 is paused (`system1 toggle on` resumes)" };
+		}
 		if (a.type === "noul" && typeof a.p_true === "number") answers[qid] = { type: "bool", probability: a.p_true };
 		else if (a.type === "choice" && typeof a.choice === "string") {
 			answers[qid] = { type: "choice", choice: a.choice, probabilities: a.probabilities ?? {}, confidence: a.confidence ?? 0 };
