@@ -52,7 +52,7 @@ def _runtime_data() -> dict[str, Path]:
     }
     for name in builtins.BUILTINS:
         files[f"heads_shipped/{name}.npz"] = heads.SHIPPED_DIR / f"{name}.npz"
-    for name in (pi_install.ENTRY, "core.ts", "judge_request.schema.json"):
+    for name in (pi_install.ENTRY, "core.ts", "classifier.ts", "judge_request.schema.json"):
         files[f"pi_extension/{name}"] = pi_install.source() / name
     return files
 

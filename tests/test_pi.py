@@ -1,4 +1,4 @@
-"""The Pi extension with the real `pi` (0.73.1 from npm, installed by `.ci/run`), headless,
+"""The Pi extension with the real `pi` (1.6.0 and 0.73.1 from npm, installed by `.ci/run`), headless,
 against a loopback mock of the OpenAI chat API (tests/mock_openai_chat.py) that scripts the
 model's tool calls and records every request; the gateway is this repository's, through its
 CLI or its warm daemon. Also: the extension's own unit tests (Node's test runner), the type
@@ -7,139 +7,15 @@ check against Pi's installed types, and the schema kept identical to the gateway
 from __future__ import annotations
 
 import json
-import os
-import queue
 import subprocess
-import sys
-import threading
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from system1_gateway import pi_install
-from system1_gateway.state.base import FLUSH_EVERY_S
-
 from conftest import ROOT, require
 from mock_openai_chat import MockOpenAIChat, text_of, tool_messages
-
-TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
-PI = TOOLS / "pi" / "node_modules" / ".bin" / "pi"
-NODE22 = TOOLS / "node22" / "node_modules" / ".bin" / "node"
-TSC = TOOLS / "tsc" / "node_modules" / ".bin" / "tsc"
-EXTENSION = pi_install.source()  # the extension as the installed wheel ships it
-CLI = Path(sys.executable).parent / "system1"
-EXAMPLE = {"state": {"text": "The tests passed."}, "questions": {
-    "passed": {"type": "bool", "instructions": "Did the tests pass?"},
-    "kind": {"type": "choice", "instructions": "What kind of message is this?",
-             "criteria": {"status": "a status report", "question": "a question", "error": "an error message"}},
-    "quality": {"type": "score", "instructions": "How informative is the message?",
-                "criteria": ["uninformative", "somewhat informative", "very informative"]}}}
-MOCK_RUNGS = ('[providers.jev]\nkind = "mock"\nmodel = "jev-mock"\n'
-              '[providers.openai]\nkind = "mock"\nmodel = "openai-mock"\n')
-
-
-class PiHome:
-    def __init__(self, base: Path, config: str | None = MOCK_RUNGS):
-        require(PI.exists(), str(PI))
-        self.base, self.agent, self.work = base, base / "agent", base / "work"
-        self.agent.mkdir()
-        self.work.mkdir()
-        self.settings = self.agent / "system1.json"
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("SYSTEM1_", "PI_"))}
-        self.env.update(PI_CODING_AGENT_DIR=str(self.agent), PI_OFFLINE="1", JITI_FS_CACHE="false",
-                        SYSTEM1_STATE_DIR=str(base / "state"), XDG_CONFIG_HOME=str(base / "xdg"),
-                        SYSTEM1_SERVE_AUTOSTART="0", SYSTEM1_SERVE_PORT="0", SYSTEM1_CLI=str(CLI))
-        if config is not None:
-            path = base / "config.toml"
-            path.write_text(config)
-            self.env["SYSTEM1_CONFIG"] = str(path)
-
-    def write_settings(self, data: Any) -> None:
-        self.settings.write_text(data if isinstance(data, str) else json.dumps(data))
-
-    def args(self, api: MockOpenAIChat, mode: list[str]) -> list[str]:
-        (self.agent / "models.json").write_text(json.dumps(api.models_json()))
-        return [str(PI), *mode, "--no-session", "--model", "mock/mock-model", "--no-extensions", "-e",
-                str(EXTENSION / "index.ts")]
-
-    def print_mode(self, api: MockOpenAIChat, prompt: str, json_mode: bool = False, env: dict | None = None):
-        mode = ["--mode", "json"] if json_mode else ["-p"]
-        return subprocess.run([*self.args(api, mode), prompt], capture_output=True, text=True, cwd=self.work,
-                              env={**self.env, **(env or {})}, stdin=subprocess.DEVNULL, timeout=180)
-
-    def system1(self, *args: str) -> dict[str, Any]:
-        proc = subprocess.run([str(CLI), *args], capture_output=True, text=True, env=self.env, timeout=120)
-        return json.loads(proc.stdout)
-
-    def judge_calls(self) -> int:
-        time.sleep(FLUSH_EVERY_S + 0.2)  # counters are flushed once a second: a late call must be seen
-        return self.system1("status")["today"]["requests"]
-
-
-class Rpc:
-    """`pi --mode rpc`: JSONL commands in, events out; UI requests answered by `answer`."""
-
-    def __init__(self, home: PiHome, api: MockOpenAIChat, answer=None):
-        self.answer = answer or (lambda request: None)
-        self.proc = subprocess.Popen(home.args(api, ["--mode", "rpc"]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, cwd=home.work, env=home.env)
-        self.events: queue.Queue = queue.Queue()
-        self.ui: list[dict[str, Any]] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except ValueError:
-                pass
-
-    def send(self, obj: dict[str, Any]) -> None:
-        self.proc.stdin.write(json.dumps(obj) + "\n")
-        self.proc.stdin.flush()
-
-    def prompt(self, message: str, until: str, timeout: float = 120) -> list[dict[str, Any]]:
-        """Send a prompt; collect events until one of type `until` ("response" for commands,
-        "agent_end" for model turns), answering UI requests on the way."""
-        rid = f"p{time.monotonic_ns()}"
-        self.send({"id": rid, "type": "prompt", "message": message})
-        seen, end = [], time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                event = self.events.get(timeout=max(0.1, end - time.monotonic()))
-            except queue.Empty:
-                break
-            seen.append(event)
-            if event.get("type") == "extension_ui_request":
-                self.ui.append(event)
-                reply = self.answer(event)
-                if reply is not None:
-                    self.send({"type": "extension_ui_response", "id": event["id"], **reply})
-            if event.get("type") == until and (until != "response" or event.get("id") == rid):
-                return seen
-        raise AssertionError(f"no {until} within {timeout} s; saw {seen[-5:]}; stderr {self.proc.stderr.read() if self.proc.poll() is not None else ''}")
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
-def notified(events: list[dict[str, Any]]) -> list[str]:
-    return [e.get("message", "") for e in events if e.get("type") == "extension_ui_request" and e.get("method") == "notify"]
-
-
-def statuses(events: list[dict[str, Any]]) -> list[str]:
-    return [e.get("statusText") for e in events if e.get("type") == "extension_ui_request" and e.get("method") == "setStatus"]
-
-
-def call_tool(name: str, arguments: dict[str, Any]):
-    return lambda body: ("tool", name, arguments)
-
+from pi_harness import (CLI, EXAMPLE, EXTENSION, NODE22, PI073, PI16, PIS, TOOLS, TSC, PiHome, PiInstall, Rpc,
+                        call_tool, notified, statuses)
 
 # -- the extension's own checks ---------------------------------------------------------------
 
@@ -151,16 +27,40 @@ def test_node_unit_tests_pass():
     assert "# fail 0" in proc.stdout
 
 
-def test_typescript_type_checks_against_the_installed_pi(tmp_path):
-    require(TSC.exists(), str(TSC))
-    require(PI.exists(), str(PI))
-    modules = TOOLS / "pi" / "node_modules"
-    config = {"compilerOptions": {
+def tsconfig(pi: PiInstall, files: list[str]) -> dict:
+    """The extension's imports name Pi's packages as @mariozechner/*, the name both supported
+    releases resolve at run time (Pi 1.x maps it to @earendil-works/*, docs/extensions.md
+    "Available Imports"); the check maps them the same way onto the install's own types."""
+    modules, types = pi.modules, TOOLS / "tsc" / "node_modules" / "@types"
+    paths = {"*": [f"{modules}/*", f"{modules}/@types/*", f"{types}/*"]}
+    if not pi.package.startswith("@mariozechner/"):
+        paths = {"@mariozechner/*": [f"{modules}/@earendil-works/*"], **paths}
+    return {"compilerOptions": {
         "target": "ES2022", "module": "ESNext", "moduleResolution": "bundler", "strict": True, "noEmit": True,
         "allowImportingTsExtensions": True, "skipLibCheck": True, "types": ["node"],
-        "typeRoots": [str(TOOLS / "tsc" / "node_modules" / "@types")], "baseUrl": ".",
-        "paths": {"*": [f"{modules}/*", f"{modules}/@types/*", f"{TOOLS / 'tsc' / 'node_modules' / '@types'}/*"]}},
-        "files": [str(EXTENSION / "index.ts"), str(EXTENSION / "core.ts")]}
+        "typeRoots": [str(types)], "baseUrl": ".", "paths": paths}, "files": files}
+
+
+CLASSIFIER_FITS = """import type { ProviderConfig } from "@mariozechner/pi-coding-agent";
+import type { ClassifierContext, ClassifierResult, ProviderClassifier } from "@mariozechner/pi-ai";
+import * as classifier from "%(classifier)s";
+const classify = async (_model: unknown, context: classifier.ClassifierContext) => classifier.classifierResult(null, String(context));
+export const config: ProviderConfig = classifier.providerConfig(classify);
+export const implementation: ProviderClassifier = { classify };
+export const result: ClassifierResult = classifier.classifierResult(null);
+export const context = (piContext: ClassifierContext): classifier.ClassifierContext => piContext;
+"""
+
+
+@pytest.mark.parametrize("pi", PIS, ids=lambda pi: pi.version)
+def test_typescript_type_checks_against_the_installed_pi(tmp_path, pi):
+    require(TSC.exists(), str(TSC))
+    require(pi.bin.exists(), str(pi.bin))
+    files = [str(EXTENSION / "index.ts"), str(EXTENSION / "core.ts"), str(EXTENSION / "classifier.ts")]
+    if pi is PI16:  # classifier.ts declares Pi 1.x's classifier shapes itself (0.73.1 has none): Pi's own must fit
+        (tmp_path / "classifier_fits.ts").write_text(CLASSIFIER_FITS % {"classifier": EXTENSION / "classifier.ts"})
+        files.append(str(tmp_path / "classifier_fits.ts"))
+    config = tsconfig(pi, files)
     (tmp_path / "tsconfig.json").write_text(json.dumps(config))
     proc = subprocess.run([str(TSC), "-p", str(tmp_path / "tsconfig.json")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -181,8 +81,9 @@ def test_the_tool_schema_is_the_gateways_published_judge_schema():
 
 # -- the tool through the real pi ----------------------------------------------------------------
 
-def test_the_spec_example_is_judged_and_the_answers_reach_the_model(tmp_path):
-    home = PiHome(tmp_path)
+@pytest.mark.parametrize("pi", PIS, ids=lambda pi: pi.version)  # the smoke subset that also runs on 0.73.1
+def test_the_spec_example_is_judged_and_the_answers_reach_the_model(tmp_path, pi):
+    home = PiHome(tmp_path, pi=pi)
     with MockOpenAIChat(call_tool("system1_judge", EXAMPLE)) as api:
         proc = home.print_mode(api, "Judge the test output with System 1", json_mode=True)
     assert proc.returncode == 0, proc.stderr
@@ -232,8 +133,9 @@ def test_an_invalid_waterfall_is_an_error_even_with_a_valid_backend_and_nothing_
 
 # -- /system1 -------------------------------------------------------------------------------------
 
-def test_status_makes_no_model_request_and_no_engine_call(tmp_path):
-    home = PiHome(tmp_path)
+@pytest.mark.parametrize("pi", PIS, ids=lambda pi: pi.version)
+def test_status_makes_no_model_request_and_no_engine_call(tmp_path, pi):
+    home = PiHome(tmp_path, pi=pi)
     home.write_settings({"waterfall": ["jev", "openai"], "theme": "x"})
     with MockOpenAIChat() as api:
         rpc = Rpc(home, api)
@@ -368,3 +270,63 @@ def test_the_tool_gate_blocks_rm_lets_ls_run_and_fails_closed(tmp_path):
         finally:
             rpc.close()
     assert len(asked) == 1 and "rm -rf ./build" in asked[0]["message"] and not build.exists()
+
+
+@pytest.mark.parametrize("pi", [PI073], ids=lambda pi: pi.version)  # 1.6.0: in the test above
+def test_the_tool_gate_fails_closed_when_the_gateway_is_missing(tmp_path, pi):
+    home = PiHome(tmp_path, pi=pi)
+    home.write_settings({"waterfall": ["jev"], "toolGate": {"enabled": True}})
+    (home.work / "marker.txt").write_text("x")
+    with MockOpenAIChat(call_tool("bash", {"command": "ls -la"})) as api:
+        home.print_mode(api, "List the files", env={"SYSTEM1_CLI": str(tmp_path / "no-such-system1")})
+    down = text_of(tool_messages(api.requests[-1])[-1]["content"])
+    assert "fails closed" in down and "marker.txt" not in down
+
+
+# Judge requests a model may send, each valid against the gateway's schema: Pi 1.5+ coerces a
+# tool's arguments towards its schema before `execute` sees them (pi-schema: numeric strings,
+# "true", single values into arrays, optional nulls), so each must come through unchanged.
+JUDGE_ARGUMENTS = [
+    EXAMPLE,
+    {"state": "true", "questions": {"q": {"type": "bool", "criteria": {"true": "1", "false": "0"}}}},
+    {"state": "42", "questions": {"q": {"type": "choice", "criteria": ["1", "2"]}}, "min_confidence": 0.5},
+    {"state": [42, True, None, "x", {"a": "1"}, ["1", 2]], "questions": {"q": {"type": "yesno"}}},
+    {"state": {"n": "42", "b": "false", "nothing": None}, "deadline_s": 5, "request_id": "7",
+     "questions": {"s": {"type": "score", "criteria": ["1", "2", "3"]},
+                   "c": {"type": "choice", "instructions": ["a", 1, True, None], "criteria": {"a": None, "b": ["x", 2]}}}},
+    {"state": "x", "questions": {"q": {"type": "bool", "instructions": None, "builtin": None, "criteria": None}},
+     "min_confidence": None, "deadline_s": None, "request_id": None, "schema_version": "1"},
+    {"state": "rm -rf ./build", "questions": {"d": {"type": "bool", "builtin": "destructive"}}, "min_confidence": 0},
+]
+
+
+def test_pi_schema_coercion_leaves_judge_arguments_unchanged():
+    """The very function Pi 1.6's agent loop calls on every tool call (pi-ai's
+    validateToolArguments, pi-schema with coerce: true) against the tool's schema."""
+    import jsonschema
+
+    from system1_gateway.results import json_schemas
+
+    schema = json_schemas()["judge_request"]
+    for case in JUDGE_ARGUMENTS:
+        jsonschema.validate(case, schema)  # each is a request the gateway accepts as it is
+    ai = PI16.modules / "@earendil-works" / "pi-ai" / "dist" / "index.js"
+    require(ai.exists(), str(ai))
+    require(NODE22.exists(), str(NODE22))
+    script = ("import { validateToolArguments } from %s;\n"
+              "import { readFileSync } from 'node:fs';\n"
+              "const { schema, cases } = JSON.parse(readFileSync(0, 'utf8'));\n"
+              "const tool = { name: 'system1_judge', description: '', parameters: schema };\n"
+              "console.log(JSON.stringify(cases.map((c, i) => { try {\n"
+              "  return validateToolArguments(tool, { type: 'toolCall', id: `c${i}`, name: 'system1_judge', arguments: c });\n"
+              "} catch (e) { return { error: String(e) }; } })));\n") % json.dumps(ai.as_uri())
+    shipped = json.loads((EXTENSION / "judge_request.schema.json").read_text())
+    proc = subprocess.run([str(NODE22), "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60,
+                          input=json.dumps({"schema": shipped, "cases": JUDGE_ARGUMENTS}))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == JUDGE_ARGUMENTS
+    # The check can fail: a loosely typed value is coerced (a numeric string into a number).
+    loose = {"state": "x", "questions": {"q": {"type": "bool"}}, "min_confidence": "0.5"}
+    proc = subprocess.run([str(NODE22), "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60,
+                          input=json.dumps({"schema": shipped, "cases": [loose]}))
+    assert json.loads(proc.stdout) == [{**loose, "min_confidence": 0.5}]

@@ -1,5 +1,6 @@
 // System 1 for the Pi coding agent: the `system1_judge` tool, the `/system1` command, the
-// footer chip and the bash tool gate, all answered by the System-1 Gateway.
+// footer chip, the bash tool gate and (Pi ≥ 0.99) the classifier model `system1/waterfall`,
+// all answered by the System-1 Gateway.
 //
 // A load error stops Pi altogether, so nothing here may throw while loading: a missing
 // gateway, a broken system1.json or a missing schema file only change what the tool and
@@ -11,6 +12,7 @@ import { readFileSync, writeFileSync, renameSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as core from "./core.ts";
+import * as classifier from "./classifier.ts";
 
 const STATUS_KEY = "system1";
 const JUDGE_TIMEOUT_MS = 30_000; // the gateway's own deadline is shorter; this only bounds a stuck process
@@ -69,6 +71,7 @@ export default function system1(pi: ExtensionAPI) {
 	let starting: string | null = null; // the session's starting backend (Pi name)
 	let lastRoute: string | null = null;
 	let paused = false;
+	let session: ExtensionContext | null = null; // for notices and the chip from classifier calls
 
 	const chip = (ctx: ExtensionContext) => {
 		const text = paused ? "S1 off" : `S1 ${lastRoute ?? starting ?? core.readSettings().order[0] ?? "?"}`;
@@ -147,6 +150,29 @@ export default function system1(pi: ExtensionAPI) {
 			return new Text(lines.join("\n"), 0, 0);
 		},
 	});
+
+	// Pi's own classifier consumers (codemode `models.classify()`, `ctx.modelRegistry.classify()`,
+	// virtual-model routers) reach the gateway as the classifier model `system1/waterfall`.
+	// Pi 0.73.1 has no classifier models (nor virtual models, which came with them in 0.99.0).
+	const classify = async (_model: unknown, context: classifier.ClassifierContext, options?: { signal?: AbortSignal }) => {
+		if (context.images?.length) return classifier.classifierResult(null, "images are not supported (text state only)");
+		const { settings, call } = await judge(classifier.judgeRequest(context), JUDGE_TIMEOUT_MS, options?.signal);
+		if (settings.error) return classifier.classifierResult(null, `not configured: ${settings.error}`);
+		try {
+			if (call?.result && session) tell(session, call.result);
+		} catch {
+			/* a context from an ended session: the answer still goes back */
+		}
+		return classifier.classifierResult(call?.result ?? null, call?.error);
+	};
+	if (typeof (pi as { registerVirtualModel?: unknown }).registerVirtualModel === "function") {
+		try {
+			const register = pi.registerProvider as unknown as (name: string, config: ReturnType<typeof classifier.providerConfig>) => void;
+			register.call(pi, classifier.PROVIDER, classifier.providerConfig(classify));
+		} catch {
+			/* never a load error: system1_judge and the gate work without it */
+		}
+	}
 
 	const setOrder = async (next: string[], ctx: ExtensionContext): Promise<void> => {
 		const settings = core.readSettings();
@@ -252,6 +278,7 @@ export default function system1(pi: ExtensionAPI) {
 	});
 
 	pi.on("session_start", async (_event, ctx) => {
+		session = ctx;
 		const settings = core.readSettings();
 		if (settings.error) {
 			ctx.ui.setStatus(STATUS_KEY, "S1 !");
