@@ -171,8 +171,14 @@ def test_errors(face, mode):
 
 
 def test_http_faces_refuse_a_client_without_the_key(face):
-    name, _, facts = face
+    name, report, facts = face
     if name == "stdio":
         return  # no HTTP: the stdio server is the user's own process
     status, body = facts["unauthenticated"]
     assert status == 401 and body["error"]["code"] == "unauthorized"
+    # The v2 client fails to connect with a typed HTTP error carrying the 401 in every mode
+    # (its code for a plain 401 without an auth provider: legacy "not implemented", else "authentication").
+    assert report["withoutKey"] == {
+        "legacy": {"error": "SdkHttpError", "code": "CLIENT_HTTP_NOT_IMPLEMENTED", "status": 401},
+        "auto": {"error": "SdkHttpError", "code": "CLIENT_HTTP_AUTHENTICATION", "status": 401},
+        "pinned": {"error": "SdkHttpError", "code": "CLIENT_HTTP_AUTHENTICATION", "status": 401}}

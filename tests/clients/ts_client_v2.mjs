@@ -10,7 +10,8 @@
 // compiles every published schema with a strict Ajv (JSON Schema 2020-12), calls
 // system1_decide and system1_judge (the SDK validates structuredContent against the output
 // schema through the same strict Ajv; the script validates it again itself), makes an
-// argument error and an unknown-tool call. Prints one JSON object {mode: report} on stdout.
+// argument error and an unknown-tool call. Over HTTP it also connects without the key, once per
+// mode, and records the error. Prints one JSON object {mode: report, ...} on stdout.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -48,12 +49,12 @@ async function protocolError(promise) {
   }
 }
 
-function transport() {
+function transport(withKey = true) {
   if (face === "stdio") {
     const [command, ...args] = rest;
     return new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
   }
-  const token = process.env.SYSTEM1_TEST_BEARER;
+  const token = withKey ? process.env.SYSTEM1_TEST_BEARER : undefined;
   const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
   return new StreamableHTTPClientTransport(new URL(rest[0]), { requestInit });
 }
@@ -108,7 +109,19 @@ async function session(negotiation) {
   return out;
 }
 
+// Over HTTP without the key: how the client reports the 401, per negotiation mode.
+async function withoutKey(negotiation) {
+  const client = new Client({ name: "system1-ts-v2-test", version: "1.0.0" }, { versionNegotiation: negotiation });
+  try { await client.connect(transport(false)); return { connected: true }; }
+  catch (e) { return { error: e?.constructor?.name, code: e.code ?? null, status: e.data?.status ?? null }; }
+  finally { await client.close().catch(() => {}); }
+}
+
 const report = { client: clientVersion };
 for (const [name, negotiation] of Object.entries(MODES)) report[name] = await session(negotiation);
+if (face === "http") {
+  report.withoutKey = {};
+  for (const [name, negotiation] of Object.entries(MODES)) report.withoutKey[name] = await withoutKey(negotiation);
+}
 process.stdout.write(JSON.stringify(report) + "\n");
-process.exit(Object.values(MODES).some((_, i) => report[Object.keys(MODES)[i]].failure) ? 1 : 0);
+process.exit(Object.keys(MODES).some((name) => report[name].failure) ? 1 : 0);
