@@ -46,8 +46,8 @@ REQUIRED = [
         "tampered-state", "capability-check", "ignore-extra-params", "validate-input")),
 ]
 # Run by the requirement set but never scored (extension / pending), and what they mean here.
-TASKS = ("the io.modelcontextprotocol/tasks extension: not offered (the mcp SDK 2.3.0 has its types but no "
-         "server side, and our tools answer in milliseconds: nothing to run as a task)")
+TASKS = ("the io.modelcontextprotocol/tasks extension: not offered (the mcp SDK 2.3.0 ships its types and a "
+         "generic extension interface, no tasks implementation; our tools answer in milliseconds)")
 NOT_SCORED = {
     **dict.fromkeys([f"tasks-{name}" for name in (
         "lifecycle", "capability-negotiation", "wire-fields", "request-state-removal", "mrtr-input",
