@@ -39,7 +39,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from . import __version__, answerer, client
-from .core import Gateway
+from .core import Gateway, freeze_heap
 from .errors import INVALID_REQUEST
 from .logs import LOGGER, configure
 
@@ -96,6 +96,7 @@ class Delegation:
         copy of the engine per user, not one per MCP client."""
         if not self.delegate:
             self.gateway.warm()
+            freeze_heap()  # a long-running server: start-up objects out of the collector's way
             return
         settings = client.peek()
         daemon, _ = client.locate(settings)
