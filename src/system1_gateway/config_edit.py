@@ -70,14 +70,7 @@ def write_order(names: list[str], path: Path | None = None,
                 confirm: Callable[[str], bool] | None = None) -> Path:
     """Rewrite the chain; `confirm` asks a person (None: headless, billed rungs refused)."""
     path = path or config_path()
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    try:
-        doc = tomlkit.parse(text)
-    except tomlkit.exceptions.ParseError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    doc = _document(path)
     providers = doc.get("providers", {}).unwrap() if "providers" in doc else {}
     if not isinstance(providers, dict):
         raise ConfigError(f"{path}: 'providers' must contain one table per provider, [providers.<name>]")
@@ -100,6 +93,18 @@ def write_order(names: list[str], path: Path | None = None,
     return path
 
 
+def _document(path: Path) -> tomlkit.TOMLDocument:
+    """The config file as an editable TOML document (comments kept; empty when there is none)."""
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    try:
+        return tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
 def _replace(path: Path, text: str) -> None:
     """Write `text` to `path` atomically (a crash leaves the old file or the new one)."""
     try:
@@ -117,14 +122,7 @@ def write_routing_mode(mode: str, path: Path | None = None) -> Path:
     if mode not in ROUTING_MODES:
         raise ConfigError(f"routing: expected one of {', '.join(ROUTING_MODES)}, got {mode!r}")
     path = path or config_path()
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    try:
-        doc = tomlkit.parse(text)
-    except tomlkit.exceptions.ParseError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    doc = _document(path)
     routing = doc.get("routing")
     if routing is not None and not isinstance(routing, dict):
         raise ConfigError(f"{path}: 'routing' must be a table")
