@@ -39,7 +39,25 @@ def not_the_installed_wheel() -> str | None:
     return None
 
 
+def _one_cpu_per_worker() -> None:
+    """Under pytest-xdist, pin each worker (and the daemons, CLIs and engines it starts, which
+    inherit the mask) to a CPU of its own: the embedded engine sizes its threads to the usable
+    CPUs, and two workers' engines each spinning threads on every core thrashed (a 5 s attempt
+    timed out, one test took 135 s). With one core each they run side by side, as two cores can."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    if count < 2 or len(cpus) < count:
+        return
+    share = len(cpus) // count  # whole CPUs per worker
+    index = int(worker[2:])
+    os.sched_setaffinity(0, set(cpus[index * share:(index + 1) * share]))
+
+
 def pytest_configure(config):
+    _one_cpu_per_worker()
     problem = not_the_installed_wheel()
     if problem is None:
         return
