@@ -14,6 +14,14 @@ session fed prompts one at a time over `--input-format stream-json`, with the pl
              same hook bodies (hooks/serve.py `call`); its token arrives in a header
              interpolated from an environment variable (`allowedEnvVars`)
   mcp_tool   route and guard as `mcp_tool` calls to the plugin's own hook server (hooks/serve.py)
+  shipped    the UserPromptSubmit and Bash entries of hooks/hooks.json as shipped: the three
+             `mcp_tool` calls, and beside the guard's its command fallback hooks/guard.sh
+
+and the floors of each handler type, hooks that do nothing (`--arms` to pick them):
+
+  command_stub   `/bin/true` (exec form: Claude Code's spawn and pipes, no interpreter)
+  http_stub      an `http` hook whose server answers `{}` at once
+  mcp_stub       an `mcp_tool` hook whose stdio server answers `{}` at once
 
 Per turn the mock answers the prompt with one Bash tool call (`true`), then ends the turn. Two
 figures per turn: **prompt** = from writing the prompt on Claude Code's stdin to the first
@@ -44,8 +52,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 PROMPT = "Explain how the retry logic in src/net/client.py decides when to give up on a request, turn {i}"
 COMMAND = "true"
-CONFIG = ('[providers.embedded]\ntier = "fast"\n[routing]\nenabled = true\nhint = true\nmin_confidence = 0.0\n'
-          '[skills]\nenabled = false\n[guard]\nenabled = true\nmin_confidence = 0.7\n')
+CONFIG = ('[providers.embedded]\ntier = "fast"\n[routing]\nenabled = true\nmode = "{mode}"\nmin_confidence = 0.0\n'
+          'log_dirs = [{project}]\n[skills]\nenabled = false\n[guard]\nenabled = true\nmin_confidence = 0.7\n')
 HINT = "System-1 routing hint:"
 PLUGIN = "s1bench"
 TOKEN_VAR = "SYSTEM1_BENCH_HOOK_TOKEN"
@@ -60,7 +68,7 @@ def pct(values: list[float], q: float) -> float:
 
 # -- the http arm's server (a separate process: `--http-server PORT TOKEN`) ---------------------
 
-def http_server(port: int, token: str) -> None:
+def http_server(port: int, token: str, stub: bool = False) -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from system1_gateway.hooks import serve
@@ -80,7 +88,7 @@ def http_server(port: int, token: str) -> None:
                 self.end_headers()
                 return
             payload = json.loads(raw or b"{}")
-            out = serve.call(name, payload if isinstance(payload, dict) else {})
+            out = None if stub else serve.call(name, payload if isinstance(payload, dict) else {})
             data = json.dumps(out or {}).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
@@ -91,9 +99,28 @@ def http_server(port: int, token: str) -> None:
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
+def stub_mcp_server() -> None:
+    """A stdio MCP server whose tools answer `{}` at once: the floor of an `mcp_tool` hook."""
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        method = message.get("method")
+        result: dict = {}
+        if method == "initialize":
+            result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "stub", "version": "0"}}
+        elif method == "tools/list":
+            result = {"tools": []}
+        elif method == "tools/call":
+            result = {"content": [{"type": "text", "text": "{}"}]}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n")
+        sys.stdout.flush()
+
+
 # -- the arms ------------------------------------------------------------------------------------
 
-def plugin_dir(base: Path, arm: str, python: str, http_port: int) -> Path | None:
+def plugin_dir(base: Path, arm: str, python: str, http_port: int, stub_port: int) -> Path | None:
     if arm == "baseline":
         return None
     root = base / "plugins" / arm
@@ -102,6 +129,14 @@ def plugin_dir(base: Path, arm: str, python: str, http_port: int) -> Path | None
     manifest: dict = {"name": PLUGIN, "version": "0.0.0", "description": f"hook handler benchmark: {arm}"}
 
     def handler(name: str) -> dict:
+        if arm == "command_stub":
+            return {"type": "command", "command": "/bin/true", "args": [], "timeout": 5}
+        if arm == "http_stub":
+            return {"type": "http", "url": f"http://127.0.0.1:{stub_port}/hook/{name}", "timeout": 5,
+                    "headers": {"Authorization": f"Bearer ${TOKEN_VAR}"}, "allowedEnvVars": [TOKEN_VAR]}
+        if arm == "mcp_stub":
+            return {"type": "mcp_tool", "server": f"plugin:{PLUGIN}:hooks", "tool": name, "timeout": 5,
+                    "input": {field: "${%s}" % field for field in FIELDS}}
         if arm == "command":
             return {"type": "command", "command": python, "args": ["-I", "-m", f"system1_gateway.hooks.{name}"],
                     "timeout": 5}
@@ -111,8 +146,22 @@ def plugin_dir(base: Path, arm: str, python: str, http_port: int) -> Path | None
         return {"type": "mcp_tool", "server": f"plugin:{PLUGIN}:hooks", "tool": name, "timeout": 5,
                 "input": {field: "${%s}" % field for field in FIELDS}}
 
+    if arm == "shipped":  # hooks.json's own entries, the plugin renamed; its scripts beside them
+        shipped = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]
+        for script in ("serve.sh", "guard.sh"):
+            shutil.copy(ROOT / "hooks" / script, root / "hooks" / script)
+        manifest["mcpServers"] = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())["mcpServers"]
+        hooks = {"UserPromptSubmit": shipped["UserPromptSubmit"],
+                 "PreToolUse": [e for e in shipped["PreToolUse"] if e["matcher"] == "Bash"]}
+        text = json.dumps({"hooks": hooks}).replace("plugin:system1:hooks", f"plugin:{PLUGIN}:hooks")
+        (root / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest))
+        (root / "hooks" / "hooks.json").write_text(text)
+        return root
     if arm == "mcp_tool":
         manifest["mcpServers"] = {"hooks": {"command": "sh", "args": [str(ROOT / "hooks" / "serve.sh")]}}
+    if arm == "mcp_stub":
+        manifest["mcpServers"] = {"hooks": {"command": python, "args": ["-I", str(Path(__file__).resolve()),
+                                                                         "--stub-mcp"]}}
     hooks = {"UserPromptSubmit": [{"hooks": [handler("route")]}],
              "PreToolUse": [{"matcher": "Bash", "hooks": [handler("guard")]}]}
     (root / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest))
@@ -190,11 +239,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--turns", type=int, default=5, help="measured prompts per session (after one warm-up)")
-    parser.add_argument("--arms", default="baseline,command,http,mcp_tool")
+    parser.add_argument("--arms", default="baseline,command,http,mcp_tool,shipped")
+    parser.add_argument("--mode", choices=("hint", "log"), default="hint",
+                        help='[routing] mode: "hint" waits for the engine; "log" only records')
     parser.add_argument("--http-server", nargs=2, metavar=("PORT", "TOKEN"), help=argparse.SUPPRESS)
+    parser.add_argument("--stub", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--stub-mcp", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.http_server:
-        http_server(int(a.http_server[0]), a.http_server[1])
+        http_server(int(a.http_server[0]), a.http_server[1], a.stub)
+        return 0
+    if a.stub_mcp:
+        stub_mcp_server()
         return 0
     tools = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
     claude = str(tools / "cc" / "node_modules" / ".bin" / "claude")
@@ -207,7 +263,8 @@ def main() -> int:
         (install / "venv").symlink_to(Path(sys.prefix))
         subprocess.run(["git", "init", "-q", str(project)], check=True)
         (base / "xdg" / "system1").mkdir(parents=True)
-        (base / "xdg" / "system1" / "config.toml").write_text(CONFIG)
+        (base / "xdg" / "system1" / "config.toml").write_text(CONFIG.format(mode=a.mode,
+                                                                              project=json.dumps(str(project))))
         token = secrets.token_urlsafe(24)
         env = {"HOME": str(home), "PATH": os.environ["PATH"], "DISABLE_AUTOUPDATER": "1",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "ENABLE_TOOL_SEARCH": "false",
@@ -219,10 +276,15 @@ def main() -> int:
         subprocess.run([*cli, "start"], env=env, check=True, capture_output=True, timeout=180)
         import socket
 
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            http_port = probe.getsockname()[1]
+        def free_port() -> int:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                return probe.getsockname()[1]
+
+        http_port, stub_port = free_port(), free_port()
         server = subprocess.Popen([sys.executable, __file__, "--http-server", str(http_port), token], env=env)
+        stub = subprocess.Popen([sys.executable, __file__, "--http-server", str(stub_port), token, "--stub"],
+                                env=env)
         try:
             end = time.monotonic() + 180
             while json.loads(subprocess.run([*cli, "status"], env=env, capture_output=True, text=True).stdout
@@ -230,7 +292,7 @@ def main() -> int:
                 if time.monotonic() > end:
                     raise SystemExit("the daemon did not become ready")
                 time.sleep(0.2)
-            plugins = {arm: plugin_dir(base, arm, python, http_port) for arm in arms}
+            plugins = {arm: plugin_dir(base, arm, python, http_port, stub_port) for arm in arms}
             results = {arm: {"prompt": [], "tool": [], "hinted": []} for arm in arms}
             rng = random.Random(28)
             for r in range(a.rounds):
@@ -243,16 +305,22 @@ def main() -> int:
                 print(f"round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
         finally:
             server.terminate()
+            stub.terminate()
             subprocess.run([*cli, "stop"], env=env, capture_output=True, timeout=60)
         shutil.rmtree(base / "plugins", ignore_errors=True)
+        log = base / "state" / "logs" / "routing.jsonl"
+        records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        hooked = sum(1 for arm in arms if arm not in ("baseline", "command_stub", "http_stub", "mcp_stub"))
     report(results, a, os.cpu_count() or 0)
+    print(f"\nrouting log: {sum(r.get('source') == 'prompt' for r in records)} prompt records for "
+          f"{hooked * a.rounds * (a.turns + 1)} prompts sent to the {hooked} arms that run the route hook")
     return 0
 
 
 def report(results: dict[str, dict[str, list[float]]], a: argparse.Namespace, cpus: int) -> None:
     base = results.get("baseline") or {"prompt": [], "tool": []}
-    print(f"\nClaude Code 2.1.332 hook handlers, end to end ({a.rounds} rounds x {a.turns} turns per arm, "
-          f"{cpus} CPUs; ms; added = arm - baseline at the same percentile)\n")
+    print(f"\nClaude Code 2.1.332 hook handlers, end to end ([routing] mode = {a.mode}; {a.rounds} rounds x {a.turns} "
+          f"turns per arm, {cpus} CPUs; ms; added = arm - baseline at the same percentile)\n")
     print("| arm | prompt p50 | prompt p95 | added p50 | added p95 | tool call p50 | tool call p95 "
           "| added p50 | added p95 | x baseline p50 (prompt / tool) | hinted |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

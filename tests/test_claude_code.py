@@ -300,15 +300,22 @@ def _bash_script(command):
     return script
 
 
+def guard_entries(cc: ClaudeHome, command: str) -> list[dict[str, Any]]:
+    return [e for e in cc.log_entries() if e["source"] == "guard" and e["command"] == command]
+
+
 def test_the_guard_asks_before_rm_rf_and_the_command_does_not_run(cc):
     build = cc.project / "build"
     build.mkdir(exist_ok=True)
     (build / "artifact.bin").write_text("keep me")
+    before = len(guard_entries(cc, "rm -rf ./build"))
     with MockAnthropic(_bash_script("rm -rf ./build")) as api:
         out = cc.prompt(api, "Clean the build directory of this project so the next build starts fresh", "Bash")
     assert (build / "artifact.bin").exists(), "the destructive command ran"
-    guard = [e for e in cc.log_entries() if e["source"] == "guard" and e["command"] == "rm -rf ./build"]
-    assert guard and guard[-1]["asked"] is True and guard[-1]["features"]["destructive"]["answer"] is True
+    guard = guard_entries(cc, "rm -rf ./build")
+    # judged once: by the hook server (mcp_tool); its command fallback saw the server and stayed out
+    assert len(guard) == before + 1, guard
+    assert guard[-1]["asked"] is True and guard[-1]["features"]["destructive"]["answer"] is True
     result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
     assert result.get("is_error") is True, result
     denials = out.get("permission_denials", [])
@@ -352,6 +359,35 @@ def test_in_auto_mode_the_guard_denies_what_is_surely_destructive_and_forces_no_
     assert not out.get("permission_denials"), out
 
 
+def test_without_its_hook_server_the_guard_judges_through_its_command_fallback(cc):
+    """The plugin's hook server cannot start (serve.sh finds no gateway venv where it looks):
+    the route hook, an mcp_tool call, fails open (no hint, though the daemon runs), while
+    hooks/guard.sh finds no live server for its Claude Code process and runs the command
+    guard, which judges `rm -rf` with the engine and asks; `ls` still runs."""
+    with MockAnthropic() as api:
+        cc.prompt(api, "hello")  # SessionStart links the plugin's data folder to the venv, as every session does
+    build = cc.project / "build"
+    build.mkdir(exist_ok=True)
+    (build / "artifact.bin").write_text("keep me")
+    no_server = {"SYSTEM1_INSTALL_DIR": str(cc.base / "not-installed")}
+    before = len(guard_entries(cc, "rm -rf ./build"))
+    with MockAnthropic(_bash_script("rm -rf ./build")) as api:
+        out = cc.prompt(api, LONG_PROMPT, "Bash", env=no_server)
+    assert (build / "artifact.bin").exists(), "the destructive command ran"
+    assert all(HINT not in user_text(r) for r in api.requests)  # no hook server: the route hook did nothing
+    guard = guard_entries(cc, "rm -rf ./build")
+    assert len(guard) == before + 1 and guard[-1]["asked"] is True, guard
+    assert guard[-1]["features"]["destructive"]["answer"] is True  # the engine judged it: not a failure policy
+    denials = out.get("permission_denials", [])
+    assert denials and denials[0]["tool_input"]["command"] == "rm -rf ./build", out
+    (cc.project / "fallback-marker.txt").write_text("x")
+    with MockAnthropic(_bash_script("ls -la")) as api:
+        out = cc.prompt(api, "List the files in this project directory including the hidden ones please", "Bash",
+                        env=no_server)
+    result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
+    assert "fallback-marker.txt" in json.dumps(result) and not result.get("is_error"), result
+
+
 def test_toggle_off_means_no_hint_no_log_no_engine_call(cc):
     assert cc.system1("toggle", "off").returncode == 0
     try:
@@ -379,9 +415,9 @@ def test_session_start_says_one_line_when_routing_is_on_and_the_daemon_is_stoppe
 
 @pytest.mark.parametrize("daemon", ["stopped", "hung"])
 def test_failure_policies_route_is_silent_and_the_guard_asks(cc, daemon):
-    """The route hook (an mcp_tool call to the plugin's hook server) fails open, the guard (a
-    command) asks, whether the daemon is stopped or hangs (its port file names a socket that
-    accepts and never answers). `ls` is what the guard lets run when the engine answers."""
+    """The route hook fails open, the guard asks (both mcp_tool calls to the plugin's hook
+    server), whether the daemon is stopped or hangs (its port file names a socket that accepts
+    and never answers). `ls` is what the guard lets run when the engine answers."""
     record = json.loads((cc.base / "state" / "daemon" / "daemon.port").read_text())
     assert cc.system1("daemon", "stop").returncode == 0
     hung = socket.socket()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,6 +59,17 @@ def server():
         s.close()
 
 
+def wait_for(probe, within_s: float = 15.0):
+    """probe()'s first truthy value (a served hook that only logs writes after its reply)."""
+    import time
+
+    end = time.monotonic() + within_s
+    while not (got := probe()):
+        assert time.monotonic() < end, "not within the time"
+        time.sleep(0.05)
+    return got
+
+
 def as_fields(payload: dict) -> dict:
     """The hook input as an mcp_tool `input` template delivers it: strings, objects as JSON."""
     return {k: json.dumps(v) if isinstance(v, dict) else v for k, v in payload.items()}
@@ -91,8 +103,8 @@ def test_the_served_hooks_answer_as_the_commands_do(write_config, tmp_path, star
     assert prompts[0]["prompt_id"] is None or prompts[0]["prompt_id"] == ""  # as the command logs a missing one
     spawn = {"hook_event_name": "PreToolUse", "tool_name": "Agent", "cwd": str(tmp_path), "tool_use_id": "toolu_2",
              "tool_input": {"prompt": LONG, "description": "d", "subagent_type": "general-purpose"}}
-    assert server.hook("agent", as_fields(spawn)) is None
-    assert [e for e in log(tmp_path) if e["source"] == "agent"][-1]["tool_use_id"] == "toolu_2"
+    assert server.hook("agent", as_fields(spawn)) is None  # mode "hint": answered at once, logged after
+    assert wait_for(lambda: [e for e in log(tmp_path) if e["source"] == "agent"])[-1]["tool_use_id"] == "toolu_2"
 
 
 def test_the_guard_failure_policy_holds_when_served(write_config, tmp_path, server):
@@ -204,3 +216,113 @@ def test_a_lone_surrogate_in_the_input_still_gets_an_answer():
     out = io.BytesIO()
     serve.Wire(out).send({"jsonrpc": "2.0", "id": 1, "result": {"text": "\ud800"}})
     assert json.loads(out.getvalue()) == {"jsonrpc": "2.0", "id": 1, "result": {"text": "\ud800"}}
+
+
+# -- what a call makes Claude Code wait for (issue 28: hooks add ≤ 10 ms) -----------------------
+
+@pytest.mark.parametrize("mode", ["log", "hint"])
+def test_a_hook_that_can_only_log_is_answered_before_its_work(write_config, tmp_path, start_daemon, server, mode):
+    """Mode "log": the route and agent hooks print nothing whatever the engine says, so the
+    server answers `{}` at once and the engine's features and the log line follow the reply.
+    A hinting hook waits for its answer. (The engine here takes 1.5 s per request.)"""
+    import time
+
+    config(write_config, tmp_path, mock_extra="latency_ms = 1500",
+           routing={**routing_on(tmp_path), "hint": False, "mode": mode, "budget_s": 3.0})
+    start_daemon()
+    route_in = {"prompt": LONG, "cwd": str(tmp_path), "session_id": "s1", "source": "user"}
+    spawn = {"cwd": str(tmp_path), "tool_use_id": "toolu_9",
+             "tool_input": json.dumps({"prompt": LONG, "subagent_type": "general-purpose"})}
+    started = time.monotonic()
+    out = server.hook("route", route_in)
+    replied = time.monotonic() - started
+    if mode == "log":
+        assert out is None and replied < 1.0, replied
+        assert server.hook("agent", spawn) is None and time.monotonic() - started < 1.0
+        wait_for(lambda: len(log(tmp_path)) >= 2)  # the work goes on after the replies
+        entries = {e["source"]: e for e in log(tmp_path)}
+        assert entries["prompt"]["hinted"] is False and set(entries["prompt"]["features"]) == \
+            {"read_only", "design", "review", "specified"}
+        assert entries["agent"]["tool_use_id"] == "toolu_9"
+    else:
+        assert out["hookSpecificOutput"]["additionalContext"].startswith(HINT) and replied >= 1.4, replied
+        assert [e["source"] for e in log(tmp_path)] == ["prompt"]  # written before the reply
+
+
+def test_a_guard_call_still_running_at_the_deadline_gets_the_failure_policy(write_config, tmp_path, monkeypatch):
+    """A guard body that does not return in time is answered by the deadline with what the
+    guard does when the engine cannot answer: ask (never the silence that lets it run)."""
+    import io
+    import time
+
+    from system1_gateway.hooks import guard
+
+    config(write_config, tmp_path, guard={"enabled": True})
+    monkeypatch.setattr(serve, "CALL_DEADLINE_S", 0.3)
+    monkeypatch.setitem(serve.HOOKS, "guard", (lambda run: time.sleep(1.5) or None, guard.failed))
+    monkeypatch.setitem(serve.HOOKS, "route", (lambda run: time.sleep(1.5) or None, None))
+    calls = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                         "params": {"name": name, "arguments": {"tool_input": json.dumps({"command": UNRULED})}}})
+             for i, name in ((1, "guard"), (2, "route"))]
+    out = io.BytesIO()
+    started = time.monotonic()
+    serve.serve(io.BytesIO(("\n".join(calls) + "\n").encode()), out)
+    replies = {r["id"]: json.loads(r["result"]["content"][0]["text"])
+               for r in map(json.loads, out.getvalue().splitlines())}
+    assert replies[2] == {}  # a hook without a failure policy: silence
+    decision = replies[1]["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "ask" and "could not judge" in decision["permissionDecisionReason"]
+    assert time.monotonic() - started < 3.0  # each reply came at the deadline; EOF waited for the bodies
+
+
+def test_the_server_names_itself_for_the_guard_fallback_and_withdraws(tmp_path):
+    import os
+    import stat
+
+    data = tmp_path / "plugin-data"
+    path = serve.announce(str(data))
+    assert path == str(data / "hook-servers" / str(os.getppid()))
+    assert (data / "hook-servers" / str(os.getppid())).read_text() == f"{os.getpid()}\n"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(data / "hook-servers").st_mode) == 0o700
+    serve.withdraw(path)
+    assert not os.path.exists(path)
+    (data / "hook-servers" / str(os.getppid())).write_text("12345\n")  # a newer server's name
+    serve.withdraw(path)
+    assert (data / "hook-servers" / str(os.getppid())).read_text() == "12345\n"
+    assert serve.announce("") is None and serve.announce("relative/dir") is None
+    (tmp_path / "file").write_text("x")
+    assert serve.announce(str(tmp_path / "file")) is None  # not a folder: no name, the fallback runs
+
+
+GUARD_SH = Path(__file__).resolve().parents[1] / "hooks" / "guard.sh"
+
+
+@pytest.mark.parametrize("named", ["alive", "absent", "dead", "garbage"])
+def test_the_guard_fallback_runs_the_command_guard_only_without_a_live_server(write_config, tmp_path, named):
+    """hooks/guard.sh, as Claude Code starts it beside the guard's mcp_tool call: silent and
+    without Python while the hook server of its Claude Code process (its parent) is alive;
+    otherwise the command guard runs, and with no engine it asks (on_failure = "ask")."""
+    import os
+
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})  # no daemon: the guard asks
+    data = tmp_path / "plugin-data"
+    (data / "hook-servers").mkdir(parents=True)
+    (data / "venv").symlink_to(sys.prefix)
+    name = data / "hook-servers" / str(os.getpid())  # this test is the fallback's parent
+    if named == "alive":
+        name.write_text(f"{os.getpid()}\n")
+    elif named == "dead":
+        dead = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()
+        name.write_text(dead + "\n")
+    elif named == "garbage":
+        name.write_text("1; rm -rf ~\n")
+    payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": UNRULED}, "cwd": str(tmp_path)})
+    proc = subprocess.run(["sh", str(GUARD_SH)], input=payload.encode(), capture_output=True, timeout=30,
+                          env={**os.environ, "CLAUDE_PLUGIN_DATA": str(data)})
+    assert proc.returncode == 0, proc.stderr
+    if named == "alive":
+        assert proc.stdout == b""
+    else:
+        assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "ask"

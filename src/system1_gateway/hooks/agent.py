@@ -117,6 +117,12 @@ def defined_model(run: Run, subagent_type: str) -> str | None:
     return None
 
 
+def speaks(settings: dict[str, Any]) -> bool:
+    """Can this hook print anything under these settings? Only mode "set" sets a model."""
+    routing = settings["routing"]
+    return bool(routing["enabled"] and routing["mode"] == "set")
+
+
 def body(run: Run) -> dict[str, Any] | None:
     routing = run.settings["routing"]
     if run.problem or not routing["enabled"]:

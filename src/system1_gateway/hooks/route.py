@@ -124,6 +124,13 @@ def _pick_skill(run: Run, prompt: str, logging: bool, budget_end: float) -> str 
     return f"System-1 skill hint: consider the `{choice}` skill if it fits." if hinted else None
 
 
+def speaks(settings: dict[str, Any]) -> bool:
+    """Can this hook print anything under these settings? (Routing hints in modes "hint" and
+    "set"; the picker with `[skills] hint = true`.) When not, its work is only the log."""
+    routing, picker = settings["routing"], settings["skills"]
+    return bool((routing["enabled"] and routing["mode"] in ("hint", "set")) or (picker["enabled"] and picker["hint"]))
+
+
 def body(run: Run) -> dict[str, Any] | None:
     routing = run.settings["routing"]
     if run.problem:

@@ -1,14 +1,26 @@
-"""The plugin's hook server: the route and agent hooks as `mcp_tool` calls to one warm process.
+"""The plugin's hook server: the hooks as `mcp_tool` calls to one warm process.
 
     <venv python> -I -m system1_gateway.hooks.serve [--explain]      (plugin.json `mcpServers.hooks`)
 
 Claude Code starts this stdio MCP server with the plugin (`plugin:system1:hooks`) and keeps it
-connected; `hooks/hooks.json` calls its tools `route` and `agent` instead of starting a Python
-process per prompt or spawn (≈ 30 ms each: interpreter start and imports). Each call runs the
-very body the command hook runs (route.py, agent.py, guard.py `body(run)`) on a `Run` built
-from the tool's arguments, and answers the hook's JSON output as text: what the command would
-print on stdout. The daemon is asked exactly as the command hook asks it (the port file and
-its per-user token, client.py): nothing about the daemon is in the plugin's settings.
+connected; `hooks/hooks.json` calls its tools `route`, `agent` and `guard` instead of starting a
+Python process per prompt, spawn or Bash call (≈ 30 ms each: interpreter start and imports).
+Each call runs the very body the command hook runs (route.py, agent.py, guard.py `body(run)`)
+on a `Run` built from the tool's arguments, and answers the hook's JSON output as text: what
+the command would print on stdout. The daemon is asked exactly as the command hook asks it
+(the port file and its per-user token, client.py): nothing about the daemon is in the
+plugin's settings.
+
+What a call costs the user is what it makes Claude Code wait for, so:
+  * a hook whose settings let it say nothing (route and agent in `[routing] mode = "log"`, the
+    picker not hinting) is answered `{}` at once and does its work (the engine's features,
+    the log line) after the reply;
+  * every call is answered by CALL_DEADLINE_S whatever its body does: silence, or for the
+    guard its failure policy (it asks);
+  * while it runs, the server names itself in `<plugin data>/hook-servers/<Claude Code's pid>`
+    (`announce`), so the guard's command fallback (hooks/guard.sh) knows this process answers
+    the guard and starts no Python; when the server is absent (not installed, crashed, not
+    connected) the fallback runs the command guard and its failure policy holds.
 
 The arguments are the hook input's fields, which Claude Code interpolates into strings
 (`"${prompt}"`; an object such as `${tool_input}` arrives as its JSON text). Empty strings are
@@ -23,13 +35,15 @@ it starts in tens of milliseconds and holds no engine. Calls run concurrently in
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
+import time
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
-from .. import __version__, bounded_json
+from .. import __version__, bounded_json, config_tables
 from . import agent, common, guard, route
 
 SERVER_NAME = "system1-hooks"
@@ -38,16 +52,20 @@ MAX_LINE_BYTES = common.MAX_PAYLOAD_BYTES * 2  # a JSON-RPC line holding one hoo
 JSON_FIELDS = {"tool_input": dict, "skills": list}  # hook fields interpolated as their JSON text
 JOIN_S = 10.0  # at EOF, how long a call still running may take to answer (hook budgets are seconds)
 # Every call is answered by this time, whatever its body does (a user's rule that loops, a read
-# that blocks): silence (`{}`) rather than Claude Code waiting out the hook's 5 s timeout.
+# that blocks): silence (`{}`), or the guard's failure policy, rather than Claude Code waiting out
+# the hook's 5 s timeout (which would let the command run).
 CALL_DEADLINE_S = 4.7
-MAX_CALLS = 32  # calls running at once; past it a call is answered with silence at once
+MAX_CALLS = 32  # calls running at once; past it a call is answered at once as a late one
 SILENCE = "{}"
+ALIVE_DIR = "hook-servers"  # under the plugin's data folder: read by hooks/guard.sh
 
 HOOKS: dict[str, Any] = {  # tool name -> (body, on_crash): exactly what each command hook runs
     "route": (route.body, None),
     "agent": (agent.body, None),
     "guard": (guard.body, guard.failed),
 }
+# Hooks that may answer before their work: settings -> can the output be anything but silence?
+SPEAKS: dict[str, Any] = {"route": route.speaks, "agent": agent.speaks}
 
 
 def payload_of(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -72,6 +90,25 @@ def call(name: str, arguments: dict[str, Any], argv: list[str] | None = None) ->
     body, on_crash = HOOKS[name]
     run = common.Run(name, argv, payload=payload_of(arguments))
     return common.answer(run, body, on_crash)
+
+
+def late(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """The output of a call still running at its deadline: the hook's failure policy (the guard
+    asks, per `[guard] on_failure`), else silence."""
+    on_crash = HOOKS[name][1]
+    if on_crash is None:
+        return None
+    return on_crash(common.Run(name, payload=payload_of(arguments)), "no answer within the hook server's deadline")
+
+
+def silent_by_settings(name: str) -> bool:
+    """Can this hook say nothing whatever it finds (its output is `{}` under these settings)?
+    Then it is answered at once and works after the reply."""
+    speaks = SPEAKS.get(name)
+    if speaks is None:
+        return False
+    settings, problem = config_tables.load()
+    return problem is not None or not speaks(settings)
 
 
 def handle(message: Any, argv: list[str] | None = None) -> dict[str, Any] | None:
@@ -99,10 +136,7 @@ def handle(message: Any, argv: list[str] | None = None) -> dict[str, Any] | None
             return _error(mid, -32602, f"Unknown tool: {name!r} (this server's hook tools: {', '.join(HOOKS)})")
         if arguments is not None and not isinstance(arguments, dict):
             return _error(mid, -32602, "Invalid params for tools/call: arguments is not an object")
-        out = call(str(name), arguments or {}, argv)
-        # Silence is `{}`: empty content makes Claude Code 2.1.332 add "UserPromptSubmit hook
-        # success: UserPromptSubmit completed" to the conversation, on every prompt.
-        return _reply(mid, {"content": [{"type": "text", "text": common.dumps(out) if out else "{}"}]})
+        return _text(mid, call(str(name), arguments or {}, argv))
     return _error(mid, -32601, f"Method not found: {method}")
 
 
@@ -114,6 +148,12 @@ def safe_handle(message: Any, argv: list[str] | None = None) -> dict[str, Any] |
     except BaseException as exc:  # noqa: BLE001 - a server bug (or a rule's sys.exit) must not hang the hook
         mid = message.get("id") if isinstance(message, dict) else None
         return _error(mid, -32603, f"Internal error: {type(exc).__name__}")
+
+
+def _text(mid: Any, out: dict[str, Any] | None) -> dict[str, Any]:
+    # Silence is `{}`: empty content makes Claude Code 2.1.332 add "UserPromptSubmit hook
+    # success: UserPromptSubmit completed" to the conversation, on every prompt.
+    return _reply(mid, {"content": [{"type": "text", "text": common.dumps(out) if out else SILENCE}]})
 
 
 def _reply(mid: Any, result: dict[str, Any]) -> dict[str, Any]:
@@ -141,31 +181,53 @@ class Wire:
 
 
 class Once:
-    """The one reply of a call: the body's, or silence at the deadline, whichever comes first."""
+    """The one reply of a call: the body's, or what a late call answers, whichever comes first."""
 
     def __init__(self, wire: Wire, mid: Any):
         self.wire, self.mid, self.lock, self.sent = wire, mid, threading.Lock(), False
 
-    def send(self, reply: dict[str, Any] | None) -> None:
+    def send(self, reply: dict[str, Any] | None) -> bool:
+        with self.lock:
+            if self.sent:
+                return False
+            self.sent = True
+        self.wire.send(reply)
+        return True
+
+    def silence(self) -> None:
+        self.send(_text(self.mid, None))
+
+    def late(self, name: Any, arguments: Any) -> None:
+        """At the deadline: the hook's failure policy (never raises: a reply must go out)."""
         with self.lock:
             if self.sent:
                 return
-            self.sent = True
-        self.wire.send(reply)
-
-    def silence(self) -> None:
-        self.send(_reply(self.mid, {"content": [{"type": "text", "text": SILENCE}]}))
+        try:
+            out = late(name, arguments if isinstance(arguments, dict) else {}) if name in HOOKS else None
+        except Exception:  # noqa: BLE001 - the deadline's reply must not be lost to a settings bug
+            out = None
+        self.send(_text(self.mid, out))
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO, argv: list[str] | None = None) -> None:
     """Answer JSON-RPC lines from `stdin` until EOF; each tools/call in its own thread."""
     wire = Wire(stdout)
     calls: list[threading.Thread] = []
+    try:
+        _read(stdin, wire, calls, argv)
+    except KeyboardInterrupt:  # Claude Code stops its MCP servers with a signal (SIGINT, SIGTERM)
+        pass
+    # EOF or stopped: the calls still running end (within their hook's budget): each one's
+    # reply, and the work of one answered early (its log line), is not cut off.
+    end = time.monotonic() + JOIN_S
+    for thread in calls:
+        thread.join(timeout=max(end - time.monotonic(), 0))
+
+
+def _read(stdin: BinaryIO, wire: Wire, calls: list[threading.Thread], argv: list[str] | None) -> None:
     while True:
         line = stdin.readline(MAX_LINE_BYTES + 1)
-        if not line:  # EOF: answer the calls still running (each ends within its hook's budget)
-            for thread in calls:
-                thread.join(timeout=JOIN_S)
+        if not line:
             return
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             while (rest := stdin.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
@@ -180,33 +242,84 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, argv: list[str] | None = None) -> N
             wire.send(_error(None, -32700, "Parse error: not JSON"))
             continue
         if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message:
-            calls = [t for t in calls if t.is_alive()]
+            calls[:] = [t for t in calls if t.is_alive()]
             once = Once(wire, message["id"])
+            params = p if isinstance(p := message.get("params"), dict) else {}
+            name, arguments = params.get("name"), params.get("arguments")
             if len(calls) >= MAX_CALLS:
-                once.silence()
+                once.late(name, arguments)
                 continue
-            timer = threading.Timer(CALL_DEADLINE_S, once.silence)
+            timer = threading.Timer(CALL_DEADLINE_S, once.late, (name, arguments))
             timer.daemon = True
             timer.start()
 
-            def work(m: dict[str, Any] = message, reply: Once = once, stop: threading.Timer = timer) -> None:
+            def work(m: dict[str, Any] = message, reply: Once = once, stop: threading.Timer = timer,
+                     hook: Any = name) -> None:
+                try:
+                    if silent_by_settings(hook):
+                        reply.silence()  # Claude Code goes on; the work (the log line) follows
+                except Exception:  # noqa: BLE001 - then the body's own reply decides
+                    pass
                 reply.send(safe_handle(m, argv))
                 stop.cancel()
 
             thread = threading.Thread(target=work, daemon=True)
             thread.start()
-            calls.append(thread)
+            calls[:] = [*calls, thread]
         else:
             wire.send(safe_handle(message, argv))
 
 
+def announce(data_dir: str | None = None) -> str | None:
+    """Name this server as the one answering the guard of the Claude Code process that started
+    it: `<data_dir>/hook-servers/<parent pid>` holds this process's pid (hooks/guard.sh reads it).
+    `data_dir`: the plugin's data folder (CLAUDE_PLUGIN_DATA); None when there is none."""
+    data = os.environ.get("CLAUDE_PLUGIN_DATA", "") if data_dir is None else data_dir
+    if not data or not os.path.isabs(data):
+        return None
+    folder = os.path.join(data, ALIVE_DIR)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, str(os.getppid()))
+        temp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(f"{os.getpid()}\n")
+        os.replace(temp, path)
+    except OSError:
+        return None  # then the guard's fallback runs the command guard: slower, never open
+    return path
+
+
+def withdraw(path: str | None) -> None:
+    """Remove this server's name, if it is still this server's (a newer one may have replaced it)."""
+    if path is None:
+        return
+    try:
+        with open(path) as named:
+            mine = named.read().strip() == str(os.getpid())
+        if mine:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
+    import signal
+
     wire = sys.stdout.buffer
     sys.stdout = sys.stderr  # a print() in the user's rule must not write into the JSON-RPC stream
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, _stop)  # as SIGINT: finish the running calls, then exit
+    named = announce()
     try:
         serve(sys.stdin.buffer, wire, sys.argv[1:])
-    except KeyboardInterrupt:  # Claude Code stops its MCP servers with SIGINT
-        pass
+    finally:
+        withdraw(named)
     return 0
 
 
