@@ -191,7 +191,8 @@ class Timed:
         return blocks
 
 
-def session(claude: str, env: dict, cwd: Path, plugin: Path | None, turns: int) -> dict[str, list[float]]:
+def session(claude: str, env: dict, cwd: Path, plugin: Path | None, turns: int,
+            debug: Path | None = None) -> dict[str, list[float]]:
     from mock_anthropic import MockAnthropic, user_text
 
     timed = Timed()
@@ -201,6 +202,8 @@ def session(claude: str, env: dict, cwd: Path, plugin: Path | None, turns: int) 
                 "--allowedTools", "Bash"]
         if plugin is not None:
             args += ["--plugin-dir", str(plugin)]
+        if debug is not None:
+            args += ["--debug-file", str(debug)]
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env={**env, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-api03-mock"},
                                 cwd=cwd, text=True)
@@ -244,6 +247,7 @@ def main() -> int:
                         help='[routing] mode: "hint" waits for the engine; "log" only records')
     parser.add_argument("--http-server", nargs=2, metavar=("PORT", "TOKEN"), help=argparse.SUPPRESS)
     parser.add_argument("--stub", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--debug-dir", type=Path, help="keep each session's Claude Code debug log here")
     parser.add_argument("--stub-mcp", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.http_server:
@@ -299,7 +303,8 @@ def main() -> int:
                 order = arms[:]
                 rng.shuffle(order)
                 for arm in order:
-                    got = session(claude, env, project, plugins[arm], a.turns)
+                    debug = a.debug_dir / f"{arm}-{r + 1}.log" if a.debug_dir else None
+                    got = session(claude, env, project, plugins[arm], a.turns, debug)
                     for key, values in got.items():
                         results[arm][key] += values
                 print(f"round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
