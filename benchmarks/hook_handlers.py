@@ -23,7 +23,9 @@ and the floors of each handler type, hooks that do nothing (`--arms` to pick the
   http_stub      an `http` hook whose server answers `{}` at once
   mcp_stub       an `mcp_tool` hook whose stdio server answers `{}` at once
 
-Per turn the mock answers the prompt with one Bash tool call (`true`), then ends the turn. Two
+Per turn the mock answers the prompt with one Bash tool call (`true`), then ends the turn; the
+next prompt is written `--gap-s` after the turn ended (1 s: a person reads and types; a hook
+that works after its reply does so then, as it would while a real model answers). Two
 figures per turn: **prompt** = from writing the prompt on Claude Code's stdin to the first
 Messages request (UserPromptSubmit hooks run in between); **tool** = from the mock's tool_use
 reply to the request carrying its result (the PreToolUse hooks, the permission check and the
@@ -192,7 +194,7 @@ class Timed:
 
 
 def session(claude: str, env: dict, cwd: Path, plugin: Path | None, turns: int,
-            debug: Path | None = None) -> dict[str, list[float]]:
+            debug: Path | None = None, gap_s: float = 1.0) -> dict[str, list[float]]:
     from mock_anthropic import MockAnthropic, user_text
 
     timed = Timed()
@@ -210,6 +212,8 @@ def session(claude: str, env: dict, cwd: Path, plugin: Path | None, turns: int,
         assert proc.stdin is not None and proc.stdout is not None
         try:
             for i in range(turns + 1):  # turn 0 warms the session (MCP connect, first hook runs)
+                if i:
+                    time.sleep(gap_s)
                 with timed.lock:
                     start = len(timed.events)
                 sent = time.perf_counter()
@@ -248,6 +252,7 @@ def main() -> int:
     parser.add_argument("--http-server", nargs=2, metavar=("PORT", "TOKEN"), help=argparse.SUPPRESS)
     parser.add_argument("--stub", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--debug-dir", type=Path, help="keep each session's Claude Code debug log here")
+    parser.add_argument("--gap-s", type=float, default=1.0, help="pause between a turn's end and the next prompt")
     parser.add_argument("--stub-mcp", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.http_server:
@@ -304,7 +309,7 @@ def main() -> int:
                 rng.shuffle(order)
                 for arm in order:
                     debug = a.debug_dir / f"{arm}-{r + 1}.log" if a.debug_dir else None
-                    got = session(claude, env, project, plugins[arm], a.turns, debug)
+                    got = session(claude, env, project, plugins[arm], a.turns, debug, a.gap_s)
                     for key, values in got.items():
                         results[arm][key] += values
                 print(f"round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
@@ -325,7 +330,8 @@ def main() -> int:
 def report(results: dict[str, dict[str, list[float]]], a: argparse.Namespace, cpus: int) -> None:
     base = results.get("baseline") or {"prompt": [], "tool": []}
     print(f"\nClaude Code 2.1.332 hook handlers, end to end ([routing] mode = {a.mode}; {a.rounds} rounds x {a.turns} "
-          f"turns per arm, {cpus} CPUs; ms; added = arm - baseline at the same percentile)\n")
+          f"turns per arm, {a.gap_s:g} s between turns, {cpus} CPUs; ms; added = arm - baseline at the same "
+          "percentile)\n")
     print("| arm | prompt p50 | prompt p95 | added p50 | added p95 | tool call p50 | tool call p95 "
           "| added p50 | added p95 | x baseline p50 (prompt / tool) | hinted |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -12,9 +12,11 @@ the command would print on stdout. The daemon is asked exactly as the command ho
 plugin's settings.
 
 What a call costs the user is what it makes Claude Code wait for, so:
-  * a hook whose settings let it say nothing (route and agent in `[routing] mode = "log"`, the
-    picker not hinting) is answered `{}` at once and does its work (the engine's features,
-    the log line) after the reply;
+  * a hook whose settings let it say nothing (route in `[routing] mode = "log"` with the
+    picker not hinting, agent outside mode "set") is answered `{}` at once and does its work
+    (the engine's features, the log line) AFTER_REPLY_S later: by then Claude Code has sent its
+    request and waits on the model, so the engine's CPU does not slow Claude Code (measured:
+    started at once, it added ≈ 11 ms to the prompt and delayed the next guard call);
   * every call is answered by CALL_DEADLINE_S whatever its body does: silence, or for the
     guard its failure policy (it asks);
   * while it runs, the server names itself in `<plugin data>/hook-servers/<Claude Code's pid>`
@@ -56,6 +58,7 @@ JOIN_S = 10.0  # at EOF, how long a call still running may take to answer (hook 
 # the hook's 5 s timeout (which would let the command run).
 CALL_DEADLINE_S = 4.7
 MAX_CALLS = 32  # calls running at once; past it a call is answered at once as a late one
+AFTER_REPLY_S = 0.25  # a hook answered early works this long after its reply (see above)
 SILENCE = "{}"
 ALIVE_DIR = "hook-servers"  # under the plugin's data folder: read by hooks/guard.sh
 
@@ -213,10 +216,12 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, argv: list[str] | None = None) -> N
     """Answer JSON-RPC lines from `stdin` until EOF; each tools/call in its own thread."""
     wire = Wire(stdout)
     calls: list[threading.Thread] = []
+    stopping = threading.Event()
     try:
-        _read(stdin, wire, calls, argv)
+        _read(stdin, wire, calls, argv, stopping)
     except KeyboardInterrupt:  # Claude Code stops its MCP servers with a signal (SIGINT, SIGTERM)
         pass
+    stopping.set()
     # EOF or stopped: the calls still running end (within their hook's budget): each one's
     # reply, and the work of one answered early (its log line), is not cut off.
     end = time.monotonic() + JOIN_S
@@ -224,7 +229,8 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, argv: list[str] | None = None) -> N
         thread.join(timeout=max(end - time.monotonic(), 0))
 
 
-def _read(stdin: BinaryIO, wire: Wire, calls: list[threading.Thread], argv: list[str] | None) -> None:
+def _read(stdin: BinaryIO, wire: Wire, calls: list[threading.Thread], argv: list[str] | None,
+          stopping: threading.Event) -> None:
     while True:
         line = stdin.readline(MAX_LINE_BYTES + 1)
         if not line:
@@ -258,6 +264,8 @@ def _read(stdin: BinaryIO, wire: Wire, calls: list[threading.Thread], argv: list
                 try:
                     if silent_by_settings(hook):
                         reply.silence()  # Claude Code goes on; the work (the log line) follows
+                        stop.cancel()
+                        stopping.wait(AFTER_REPLY_S)  # cut short when the server is stopping
                 except Exception:  # noqa: BLE001 - then the body's own reply decides
                     pass
                 reply.send(safe_handle(m, argv))
