@@ -43,6 +43,11 @@ class FastEngine:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = n_threads
         opts.inter_op_num_threads = 1
+        # No spin-waiting between parallel sections: a daemon shares the machine with the agent
+        # it serves. With one of 2 cores busy, a spinning pool waited on its descheduled thread:
+        # a 29-token prompt took 17 ms instead of 8.7, a 256-token one 52 instead of 28
+        # (docs/benchmarks.md, "The fast tier's threads").
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
         self.tokenizer.encode_special_tokens = True  # "[SEP]" in a text is text, not a separator
