@@ -140,14 +140,24 @@ def isolated_env(monkeypatch, tmp_path):
 def joined_model(tmp_path_factory) -> Path | None:
     """The accurate tier's model, joined from its chunk packages and verified once for the
     session (None when the accurate tier is not installed). Joining and hashing 1 GB takes
-    seconds, up to 15 s on a busy disk, in every fresh state dir."""
+    seconds, up to 15 s on a busy disk, in every fresh state dir. Under pytest-xdist the
+    workers share one join (in the run's common temporary folder, under a lock): the first
+    joins it, the others wait and find it verified."""
+    import fcntl
+
     from system1_gateway.providers.embedded import assets
 
-    base = tmp_path_factory.mktemp("joined-model")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = tmp_path_factory.getbasetemp().parent / "joined-model"  # shared by the run's workers
+        base.mkdir(exist_ok=True)
+    else:
+        base = tmp_path_factory.mktemp("joined-model")
     saved = os.environ.get("SYSTEM1_STATE_DIR")
     os.environ["SYSTEM1_STATE_DIR"] = str(base)
     try:
-        return assets.gguf_path() if assets.llm_available() else None
+        with (base / ".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            return assets.gguf_path() if assets.llm_available() else None
     finally:
         if saved is None:
             os.environ.pop("SYSTEM1_STATE_DIR", None)
