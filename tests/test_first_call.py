@@ -1,24 +1,28 @@
 """The first call after install never fails (issue 10, item 4): the very first decision
 through the MCP SDK client (list tools, then decide at once) and through the CLI is `decided`
 or `abstained`, not an error — loading is charged to the load budget, never to the request's
-deadline. (The HTTP face has its own test in tests/test_http.py, in a home of its own.)
+deadline; and over HTTP, the first /v1/decide sent the moment `system1 serve` listens.
 
-The three variants share one home, as one user meets them one after the other: the first (the
+The four variants share one home, as one user meets them one after the other: the first (the
 default, MCP through the daemon it autostarts) meets the home fresh — no joined model file, no
 KV cache, no bias references, nothing running — and joins, hashes and loads the model; each
 later variant starts cold the way that user's next client would: no daemon or server running,
 a new process that loads the model, and a question new to the engine (its prompt prefix is
-decoded, not read back). Joining 1 GB once instead of three times: ≈ 10-20 s less.
+decoded, not read back). Joining 1 GB once instead of four times: ≈ 15-30 s less.
 """
 
 import json
 import os
+import re
+import signal
+import subprocess
 import sys
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import run_cli
+from test_http import call
 
 pytestmark = [pytest.mark.models, pytest.mark.anyio]
 
@@ -37,7 +41,8 @@ def anyio_backend():
 
 
 QUESTIONS = {"via-the-daemon-it-starts": QUESTION, "in-process": "Is `git reset --hard HEAD~3` destructive?",
-             "cli": "Is `truncate -s 0 app.log` destructive?"}  # one new question per variant
+             "cli": "Is `truncate -s 0 app.log` destructive?",
+             "http": "Is `docker volume rm pgdata` destructive?"}  # one new question per variant
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +102,36 @@ def test_first_cli_decision_in_a_fresh_home_is_an_answer(fresh_home):
     loaded = [a for a in lines[0]["attempts"] if a["provider"] == "embedded" and a["outcome"] == "ok"]
     assert loaded and "(load budget, outside the deadline)" in (loaded[-1]["detail"] or ""), lines[0]["attempts"]
     assert kv_files(fresh_home) > kept  # its question was new: its prefix was decoded here
+
+
+def test_first_decision_over_http_in_a_fresh_home_is_not_an_error(fresh_home):
+    """Right after install, the HTTP face: the embedded engine, and the very first /v1/decide
+    sent the moment the server listens (models still loading). (Moved from tests/test_http.py
+    into the shared home: the model joined by the first variant, the server cold.)"""
+    home = fresh_home
+    kept = kv_files(home)
+    # What is tested is that loading is not charged to the first request's deadline, not that a
+    # starved CPU decodes within the default 5 s: a generous attempt and deadline.
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "SYSTEM1_STATE_DIR": str(home / ".system1-gateway"),
+           "XDG_CONFIG_HOME": str(home / ".config"), "SYSTEM1_SERVE_AUTOSTART": "0", **GENEROUS}
+    proc = subprocess.Popen([sys.executable, "-m", "system1_gateway.cli", "serve", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=home)
+    try:
+        port = None
+        while port is None:
+            line = proc.stderr.readline()
+            assert line, "server exited before listening"
+            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            port = int(match.group(1)) if match else None
+        status, _, body = call(port, "POST", "/v1/decide", {"question": QUESTIONS["http"], "options": ["yes", "no"]},
+                               timeout=180)
+        assert body["status"] in ("decided", "abstained"), json.dumps(body)
+        assert status == 200 and body["provider"] == "embedded"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert kv_files(home) > kept  # its question was new: its prefix was decoded here
