@@ -79,25 +79,59 @@ def routing_questions():
     return {t: questions[t] for t in ROUTING}
 
 
+KNOWN = {"type": "noul", "instructions": "Is this about tests?"}
+MIGRATION = "Add a column to the invoices table in a new Alembic migration."
+
+
+@pytest.fixture(scope="module")
+def new_long_question(provider, state):
+    """One run shared by the two tests below (preparing a new question with long criteria is
+    ≈ 650 tokens of background decoding, ≈ 20 s on one core; each test used to pay it): a short
+    known question answered (prepared inline); a new question with ≈ 300 tokens of criteria
+    through the default deadlines; while its prefix and reference are prepared in the
+    background, the known question again; then the preparation waited for and the new
+    question asked once more. Each test asserts its part of what happened."""
+    import os
+
+    old = os.environ.get("SYSTEM1_STATE_DIR")
+    os.environ["SYSTEM1_STATE_DIR"] = str(state)
+    try:
+        question = long_criteria("database migrations")
+        prefix, _ = prompts.build(parse_judge({"state": "s", "questions": {"q": question}}).questions["q"])
+        run = {"criteria_tokens": len(provider._llm_engine().encode(question["criteria"]["true"] + question["criteria"]["false"]))}
+        gateway = default_gateway(provider)
+        gateway.judge({"state": "run pytest", "questions": {"k": KNOWN}})  # short: prepared inline
+        t0 = time.perf_counter()
+        run["first"] = gateway.judge({"state": MIGRATION, "questions": {"q": question}})
+        run["first_s"] = time.perf_counter() - t0
+        run["pending"] = provider._preparer is not None and provider._preparer.pending()  # being prepared
+        t0 = time.perf_counter()
+        run["known"] = gateway.judge({"state": "pytest -k slow", "questions": {"k": KNOWN}})
+        run["known_s"] = time.perf_counter() - t0
+        run["prepared"] = provider.wait_prepared(600)
+        run["missing"] = provider._llm_engine().missing_tokens(prefix)
+        run["later"] = gateway.judge({"state": MIGRATION, "questions": {"q": question}})
+        return run
+    finally:
+        if old is None:
+            os.environ.pop("SYSTEM1_STATE_DIR", None)
+        else:
+            os.environ["SYSTEM1_STATE_DIR"] = old
+
+
 @pytest.mark.models
-def test_a_new_question_with_long_criteria_answers_within_the_default_deadline(provider, in_state):
-    question = long_criteria("database migrations")
-    prefix, _ = prompts.build(parse_judge({"state": "s", "questions": {"q": question}}).questions["q"])
-    criteria_tokens = len(provider._llm_engine().encode(question["criteria"]["true"] + question["criteria"]["false"]))
-    assert 250 <= criteria_tokens <= 300
-    gateway = default_gateway(provider)
-    t0 = time.perf_counter()
-    first = gateway.judge({"state": "Add a column to the invoices table in a new Alembic migration.",
-                           "questions": {"q": question}})
-    assert time.perf_counter() - t0 < 8.05
+def test_a_new_question_with_long_criteria_answers_within_the_default_deadline(new_long_question):
+    run = new_long_question
+    assert 250 <= run["criteria_tokens"] <= 300
+    first = run["first"]
+    assert run["first_s"] < 8.05
     assert first["status"] == "answered", first["error"]
     assert [a["outcome"] for a in first["attempts"]] == ["ok"]
     answer = first["answers"]["q"]
     assert answer["rationale"].startswith("embedded fast:") and "prepared in the background" in answer["rationale"]
-    assert provider.wait_prepared(600)
-    assert provider._llm_engine().missing_tokens(prefix) == 0
-    later = gateway.judge({"state": "Add a column to the invoices table in a new Alembic migration.",
-                           "questions": {"q": question}})["answers"]["q"]
+    assert run["prepared"]
+    assert run["missing"] == 0
+    later = run["later"]["answers"]["q"]
     assert later["rationale"].startswith("embedded llm+fast:")
     assert "background" not in later["rationale"]  # prefix and reference both done
 
@@ -154,16 +188,11 @@ def test_several_questions_in_one_batch_answer_as_each_alone(provider, in_state)
 
 
 @pytest.mark.models
-def test_a_request_is_served_before_background_preparation(provider, in_state):
-    gateway = default_gateway(provider)
-    known = {"type": "noul", "instructions": "Is this about tests?"}
-    gateway.judge({"state": "run pytest", "questions": {"k": known}})  # short: prepared inline
-    provider.judge(parse_judge({"state": "x", "questions": {"n": long_criteria("observability")}}), 5)
-    assert provider._preparer.pending()  # the new question is being prepared
-    t0 = time.perf_counter()
-    result = gateway.judge({"state": "pytest -k slow", "questions": {"k": known}})
-    elapsed = time.perf_counter() - t0
+def test_a_request_is_served_before_background_preparation(new_long_question):
+    run = new_long_question
+    assert run["pending"]  # the new question was being prepared when the request arrived
+    result = run["known"]
     assert result["status"] == "answered", result["error"]
     assert result["answers"]["k"]["rationale"].startswith("embedded llm:")
-    assert elapsed < 5  # not queued behind seconds of background decoding
-    assert provider.wait_prepared(600)  # and the background work still completed
+    assert run["known_s"] < 5  # not queued behind seconds of background decoding
+    assert run["prepared"]  # and the background work still completed

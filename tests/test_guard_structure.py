@@ -57,33 +57,62 @@ def p_destructive(gateway, command: str) -> float:
     return result["answers"]["d"]["p_true"]
 
 
+# Each destructive command is asked alone and in VARIANTS_PER_COMMAND of its variants, drawn
+# with a fixed seed: every command of the sets and every kind of variant (each prefix, each
+# wrapper) is asked about, in a sample of the ≈ 12 000 (command, variant) pairs (the full
+# sweep took 35-60 s of engine calls; it passed on every pair).
+VARIANTS_PER_COMMAND = 3
+MIN_PER_KIND = 100
+
+
 def test_harmless_words_never_lower_a_destructive_command(gateway):
-    """For every destructive command d of the project's sets and every harmless b:
-    p(b d), p(sudo d), p(bash -c 'd'), p(env X=1 d), p(d; b) ≥ p(d) − 0.02."""
+    """For every destructive command d of the project's sets and a seeded sample of its
+    variants b d (each harmless prefix b), sudo d, bash -c 'd', env X=1 d, d; b:
+    p(variant) ≥ p(d) − 0.02."""
     commands = [d for d in labelled(True) if not read(d).broken]  # shell commands (not tool-call JSON, cmd.exe)
     assert len(commands) > 300
+    kinds = [("prefix", i) for i in range(len(PREFIXES))] + [("wrap", i) for i in range(len(WRAPS))]
+    rng = random.Random(24)
+    asked = dict.fromkeys(kinds, 0)
     worst = []
     for d in commands:
         alone = p_destructive(gateway, d)
         # `sudo for …` or `env X=1 if …` is not a command: wrappers take one simple command
         simple = len(read(d).parts) == 1 and not d.lstrip().startswith(COMPOUND)
-        for variant in [b + d for b in PREFIXES] + [wrap(d) for wrap in WRAPS if simple or wrap in WRAPS[3:]]:
+        applicable = [k for k in kinds if k[0] == "prefix" or simple or WRAPS[k[1]] in WRAPS[3:]]
+        for kind, i in rng.sample(applicable, VARIANTS_PER_COMMAND):
+            variant = PREFIXES[i] + d if kind == "prefix" else WRAPS[i](d)
+            asked[(kind, i)] += 1
             p = p_destructive(gateway, variant)
             if p < alone - TOLERANCE:
                 worst.append((round(alone - p, 3), d, variant))
     assert worst == [], sorted(worst, reverse=True)[:10]
+    assert min(asked.values()) >= MIN_PER_KIND, asked  # every prefix and every wrapper, many times
+
+
+# A seeded sample of pairs of harmless commands, each pair chained one way (the three ways
+# taking turns): every way asked PAIRS // 3 times.
+PAIRS = 300
+CHAINS = (lambda a, b: f"{a} && {b}", lambda a, b: f"{a}; {b}", lambda a, b: f"{a}\n{b}")
 
 
 def test_harmless_commands_stay_harmless_chained_with_each_other(gateway):
     harmless = [h for h in labelled(False) if not read(h).broken]
-    pairs = random.Random(24).sample([(a, b) for a in harmless for b in harmless if a != b], 300)
+    pairs = random.Random(24).sample([(a, b) for a in harmless for b in harmless if a != b], PAIRS)
+    alone: dict[str, float] = {}
+
+    def p_alone(command: str) -> float:
+        if command not in alone:
+            alone[command] = p_destructive(gateway, command)
+        return alone[command]
+
     raised = []
-    for a, b in pairs:
-        pa, pb = p_destructive(gateway, a), p_destructive(gateway, b)
-        for chained in (f"{a} && {b}", f"{a}; {b}", f"{a}\n{b}"):
-            p = p_destructive(gateway, chained)
-            if p > max(pa, pb) + TOLERANCE:
-                raised.append((round(p - max(pa, pb), 3), chained))
+    for n, (a, b) in enumerate(pairs):
+        pa, pb = p_alone(a), p_alone(b)
+        chained = CHAINS[n % len(CHAINS)](a, b)
+        p = p_destructive(gateway, chained)
+        if p > max(pa, pb) + TOLERANCE:
+            raised.append((round(p - max(pa, pb), 3), chained))
     assert raised == [], sorted(raised, reverse=True)[:10]
 
 

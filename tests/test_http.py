@@ -556,36 +556,8 @@ def test_system1_serve_end_to_end_with_sigterm(tmp_path):
     assert secret not in log and body["decision"] not in log.split("listening", 1)[1].replace("decide", "")
 
 
-@pytest.mark.models
-def test_first_decision_over_http_in_a_fresh_home_is_not_an_error(tmp_path):
-    """Right after install: a fresh HOME and state dir, the embedded engine, and the very first
-    /v1/decide sent the moment the server listens (models still loading)."""
-    home = tmp_path / "home"
-    home.mkdir()
-    # What is tested is that loading is not charged to the first request's deadline, not that a
-    # starved CPU decodes within the default 5 s: a generous attempt and deadline (test_first_call).
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "SYSTEM1_STATE_DIR": str(home / ".system1-gateway"),
-           "XDG_CONFIG_HOME": str(home / ".config"), "SYSTEM1_SERVE_AUTOSTART": "0",
-           "SYSTEM1_TIMEOUT_S": "120", "SYSTEM1_DEADLINE_S": "150"}
-    proc = subprocess.Popen([sys.executable, "-m", "system1_gateway.cli", "serve", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=home)
-    try:
-        port = None
-        while port is None:
-            line = proc.stderr.readline()
-            assert line, "server exited before listening"
-            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-            port = int(match.group(1)) if match else None
-        status, _, body = call(port, "POST", "/v1/decide", DECIDE, timeout=180)
-        assert body["status"] in ("decided", "abstained"), json.dumps(body)
-        assert status == 200 and body["provider"] == "embedded"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+# The first decision over HTTP in a fresh home: tests/test_first_call.py, in the home the MCP and
+# CLI variants share.
 
 
 # -- what a connection may cost before it sent a request (issue 27 M3) ---------------------------

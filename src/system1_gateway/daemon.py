@@ -265,8 +265,11 @@ def _wait_gone(pid: int, timeout_s: float) -> bool:
     return True
 
 
-def stop(timeout_s: float = STOP_TIMEOUT_S) -> dict[str, Any]:
-    """SIGTERM the daemon (in-flight requests finish), SIGKILL after `timeout_s`, clean up."""
+def stop(timeout_s: float | None = None) -> dict[str, Any]:
+    """SIGTERM the daemon (in-flight requests finish), SIGKILL after `timeout_s` (default
+    STOP_TIMEOUT_S, read at the call), clean up."""
+    if timeout_s is None:
+        timeout_s = STOP_TIMEOUT_S
     record = read_port()
     pid = record["pid"] if record else _read_pid_file()
     if not lock_held():

@@ -18,8 +18,6 @@ from typing import Any, Callable
 
 import numpy as np
 from scipy import sparse
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 from ..providers.embedded.heads import (
@@ -104,6 +102,8 @@ class Linear:
 
 def _fit(X: Features, y: np.ndarray, n_labels: int, chars_weight: float, C: float) -> Linear:
     classes = np.unique(y)
+    from sklearn.linear_model import LogisticRegression  # ≈ 1.2 s to import: only when a head is fitted
+
     model = LogisticRegression(C=C, max_iter=2000)
     with threadpool_limits(1):  # tiny problems: BLAS threads cost more than they give
         model.fit(X.matrix(chars_weight), y, sample_weight=X.weight)
@@ -129,6 +129,8 @@ def _folds(y: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarra
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(y))
         return [(np.setdiff1d(order, part), part) for part in np.array_split(order, k)]
+    from sklearn.model_selection import StratifiedKFold
+
     return list(StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
 
 
@@ -283,6 +285,8 @@ def _base_margin(X: Features, base: Head) -> np.ndarray:
 
 def _fit_adapted(X: Features, y: np.ndarray, base: Head, C: float, margin: np.ndarray) -> Linear:
     cw = float(base.meta.get("chars_weight", 1.0))
+    from sklearn.linear_model import LogisticRegression
+
     model = LogisticRegression(C=C, max_iter=2000)
     design = sparse.hstack([X.matrix(cw), sparse.csr_matrix(margin[:, None])], format="csr")
     with threadpool_limits(1):
