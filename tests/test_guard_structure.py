@@ -57,6 +57,27 @@ def p_destructive(gateway, command: str) -> float:
     return result["answers"]["d"]["p_true"]
 
 
+def test_the_rules_alone_answer_as_the_core_does(gateway):
+    """`structure.ruled` (the guard's hook server, no daemon) gives exactly the core's answer for
+    every command the rules decide alone, and None for every command the core asks an engine about."""
+    from system1_gateway.shell import structure
+
+    everything = labelled(True) + labelled(False)  # ≈ 2200: a seeded 600 (each costs an engine call or none)
+    commands = random.Random(28).sample(everything, 600) + [p + c for p in PREFIXES for c in ("rm -rf ~", "ls -la", "npm test")]
+    by_rules = by_engine = 0
+    for command in commands:
+        mine = structure.ruled(command, 0.0)
+        result = gateway.judge({"state": command, "questions": {"d": {"builtin": "destructive"}}, "min_confidence": 0.0})
+        if mine is None:  # a JSON tool call is the core's to read (its rules may decide it)
+            assert result["provider"] != "rules" or command.lstrip()[:1] in "{[", command
+            by_engine += 1
+        else:
+            assert (result["provider"], result["answers"]["d"]) == ("rules", mine), command
+            by_rules += 1
+    assert by_rules >= 150 and by_engine >= 150, (by_rules, by_engine)
+    assert structure.ruled('{"command": "rm -rf /"}', 0.0) is None  # a tool call: the engine judges it whole too
+
+
 # Each destructive command is asked alone and in VARIANTS_PER_COMMAND of its variants, drawn
 # with a fixed seed: every command of the sets and every kind of variant (each prefix, each
 # wrapper) is asked about, in a sample of the ≈ 12 000 (command, variant) pairs (the full

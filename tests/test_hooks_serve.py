@@ -114,6 +114,22 @@ def test_the_guard_failure_policy_holds_when_served(write_config, tmp_path, serv
     assert "could not judge" in out["hookSpecificOutput"]["permissionDecisionReason"]
 
 
+def test_the_served_guard_answers_what_the_rules_decide_without_the_daemon(write_config, tmp_path, start_daemon,
+                                                                          server):
+    """A command the policy rules decide alone is answered in the hook server, daemon or not,
+    exactly as the command hook answers it through the daemon; the rest still needs the daemon."""
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})  # no daemon yet
+    chained = {"tool_input": {"command": "git status && rm -rf ~"}, "cwd": str(tmp_path)}
+    served = server.hook("guard", as_fields(chained))
+    assert served["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert "part 2 of 2" in served["hookSpecificOutput"]["permissionDecisionReason"]
+    assert server.hook("guard", as_fields({"tool_input": {"command": "ls -la src"}})) is None  # read-only: silence
+    unruled = server.hook("guard", as_fields({"tool_input": {"command": UNRULED}}))
+    assert "could not judge" in unruled["hookSpecificOutput"]["permissionDecisionReason"]  # the engine's part
+    start_daemon()
+    assert hook("guard", chained)[1] == served  # the command hook asks the daemon: the same answer
+
+
 @pytest.mark.parametrize("arguments", [{}, {"tool_input": "not json"}, {"tool_input": "[1, 2]"},
                                        {"prompt": {"nested": "object"}}, {"tool_input": '{"command": 7}'},
                                        {"prompt": "}\"]}{\\u0000 ${prompt} $(rm -rf ~)" * 100}])

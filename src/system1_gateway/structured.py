@@ -23,10 +23,9 @@ PART_QID = "destructive"
 
 def warm() -> None:
     """Load the shell grammar and the rules now (a daemon's start), not on the first command."""
-    from .shell import policy, read
+    from .shell import structure
 
-    read.read("true")
-    policy.policy()
+    structure.warm()
 
 
 def shell_questions(request: JudgeRequest) -> list[str]:
@@ -55,7 +54,7 @@ def run(request: JudgeRequest, qids: list[str], walk: Callable[[JudgeRequest], O
         walks.append(first)
         if first.error is not None:
             return _merged(first, walks)
-    certain = any(j.verdict is not None and j.verdict.destructive for j in plan.parts)
+    certain = structure.certain(plan)
     answers: dict[str, dict[str, Any]] = {}
     question = request.questions[qids[0]]
     if not certain:

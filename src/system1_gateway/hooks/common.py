@@ -34,6 +34,7 @@ class Run:
         self.explain = "--explain" in (argv or ())
         self.t0 = time.perf_counter()
         self.payload: dict[str, Any] = payload if isinstance(payload, dict) else {}
+        self.served = payload is not None  # in a warm process (the hook server), not a new interpreter
         self.bars: dict[str, float] = {}  # thresholds `system1 calibrate` fitted, by feature
         self.settings, self.problem = config_tables.load()
         if self.problem:

@@ -29,9 +29,15 @@ The arguments are the hook input's fields, which Claude Code interpolates into s
 dropped, so a field the hook input lacks reads as absent, as it does on the command path. The
 evidence is hostile: every field is data handed to the body, never echoed by this server.
 
+The guard asks the daemon only about what the policy rules cannot decide alone (guard.py
+`ruled`): with the guard on, this server loads the shell grammar and the rules in the
+background once started (≈ 240 ms of CPU, once per session), and a command such as `ls`, `git
+status` or `git status && rm -rf ~` is answered here, as the daemon would answer it, without
+the round trip (≈ 3 ms after an idle second) and even when no daemon runs.
+
 The tools are not listed (tools/list is empty): they are for Claude Code's hooks, not the
-model, and cost no context. Standard library only, like every hook (no mcp SDK, no pydantic):
-it starts in tens of milliseconds and holds no engine. Calls run concurrently in threads.
+model, and cost no context. No mcp SDK, no pydantic: it starts in tens of milliseconds and
+holds no engine. Calls run concurrently in threads.
 """
 
 from __future__ import annotations
@@ -312,6 +318,19 @@ def withdraw(path: str | None) -> None:
         pass
 
 
+def warm_rules() -> threading.Thread | None:
+    """With the guard on, load the shell grammar and the policy rules in the background, so
+    the first Bash call does not wait for them (the guard loads them on its first call else)."""
+    settings, _ = config_tables.load()
+    if not settings["guard"]["enabled"]:
+        return None
+    from ..shell import structure
+
+    thread = threading.Thread(target=structure.warm, name="warm-rules", daemon=True)
+    thread.start()
+    return thread
+
+
 def _stop(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
@@ -324,6 +343,7 @@ def main() -> int:
     if hasattr(signal, "SIGTERM"):
         signal.signal(signal.SIGTERM, _stop)  # as SIGINT: finish the running calls, then exit
     named = announce()
+    warm_rules()
     try:
         serve(sys.stdin.buffer, wire, sys.argv[1:])
     finally:

@@ -59,6 +59,35 @@ class Plan:
         return seen[:MAX_ENGINE_PARTS]
 
 
+def warm() -> None:
+    """Load the shell grammar and the rules now, not on the first command (≈ 240 ms)."""
+    from .policy import policy
+
+    read("true")
+    policy()
+
+
+def certain(plan: Plan) -> bool:
+    """A rule found a destructive part: no engine answer could change the command's answer."""
+    return any(j.verdict is not None and j.verdict.destructive for j in plan.parts)
+
+
+def ruled(command: str, threshold: float) -> dict[str, Any] | None:
+    """The answer the core gives a shell command the rules decide alone (every part ruled, or
+    a part ruled destructive: structured.py `run` with no engine walk), computed with no
+    engine and no request; None when a part needs the engine or the text may be a JSON tool
+    call (judged whole by the engine as well). For a caller that has the rules loaded and
+    would rather not ask the daemon: the guard in the plugin's hook server."""
+    stripped = command.strip()
+    if not stripped or stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+        return None
+    judged = plan(command)
+    if judged.engine_texts and not certain(judged):
+        return None
+    apply(judged, {})
+    return combine(judged, threshold)
+
+
 def plan(command: str) -> Plan:
     reading = read(command)
     out = Plan(command=command, reading=reading, unsure=list(reading.unsure))
