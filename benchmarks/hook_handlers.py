@@ -251,7 +251,8 @@ def main() -> int:
                         help='[routing] mode: "hint" waits for the engine; "log" only records')
     parser.add_argument("--http-server", nargs=2, metavar=("PORT", "TOKEN"), help=argparse.SUPPRESS)
     parser.add_argument("--stub", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--debug-dir", type=Path, help="keep each session's Claude Code debug log here")
+    parser.add_argument("--debug-dir", type=Path,
+                        help="keep each session's Claude Code debug log here, and print each hook's own time from them")
     parser.add_argument("--gap-s", type=float, default=1.0, help="pause between a turn's end and the next prompt")
     parser.add_argument("--stub-mcp", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
@@ -322,6 +323,8 @@ def main() -> int:
         records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         hooked = sum(1 for arm in arms if arm not in ("baseline", "command_stub", "http_stub", "mcp_stub"))
     report(results, a, os.cpu_count() or 0)
+    if a.debug_dir:
+        hook_times(a.debug_dir, arms)
     print(f"\nrouting log: {sum(r.get('source') == 'prompt' for r in records)} prompt records for "
           f"{hooked * a.rounds * (a.turns + 1)} prompts sent to the {hooked} arms that run the route hook")
     return 0
@@ -349,6 +352,35 @@ def report(results: dict[str, dict[str, list[float]]], a: argparse.Namespace, cp
             ratios.append(f"{p50 / b50:.2f}")
         row += [" / ".join(ratios), f"{sum(r['hinted']):.0f}/{len(r['hinted'])}"]
         print("| " + " | ".join(row) + " |")
+
+
+def hook_times(folder: Path, arms: list[str]) -> None:
+    """Each hook's own time as Claude Code's debug logs show it: an `mcp_tool` call from
+    "mcp_tool calling" to its "success" line, a command hook its "finished … (N ms)"."""
+    from datetime import datetime
+
+    def ms(line: str) -> float:
+        return datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f").timestamp() * 1000
+
+    print("\nEach hook's own time in Claude Code's debug log (ms, p50 / p95, n)\n")
+    print("| arm | hook | p50 | p95 | n |\n|---|---|---|---|---|")
+    for arm in arms:
+        times: dict[str, list[float]] = {}
+        for path in sorted(folder.glob(f"{arm}-*.log")):
+            calling: dict[str, float] = {}  # hook event -> when its mcp_tool call started
+            for line in path.read_text(errors="replace").splitlines():
+                if "Hooks: mcp_tool calling" in line:
+                    tool = line.split("calling ", 1)[1].split(" ", 1)[0].rsplit("/", 1)[-1]
+                    calling[tool] = ms(line)
+                elif " success" in line and ('"Hook UserPromptSubmit' in line or '"Hook PreToolUse' in line):
+                    tool = "route" if "UserPromptSubmit" in line else "guard"
+                    if tool in calling:
+                        times.setdefault(f"mcp_tool {tool}", []).append(ms(line) - calling.pop(tool))
+                elif "finished with status" in line and line.rstrip().endswith("ms)"):
+                    event = "prompt" if "UserPromptSubmit" in line else "tool"
+                    times.setdefault(f"command ({event})", []).append(float(line.rsplit("(", 1)[1][:-3]))
+        for hook, values in sorted(times.items()):
+            print(f"| {arm} | {hook} | {statistics.median(values):.1f} | {pct(values, 0.95):.1f} | {len(values)} |")
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ class FastEngine:
         opts.inter_op_num_threads = 1
         # No spin-waiting between parallel sections: a daemon shares the machine with the agent
         # it serves. With one of 2 cores busy, a spinning pool waited on its descheduled thread:
-        # a 29-token prompt took 17 ms instead of 8.7, a 256-token one 52 instead of 28
-        # (docs/benchmarks.md, "The fast tier's threads").
+        # a 29-token prompt took 22 ms instead of 11 at p50, a 256-token one 146 instead of 93;
+        # on a quiet machine not spinning costs 0.4 ms on the short one (docs/benchmarks.md,
+        # "The fast tier's threads").
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
