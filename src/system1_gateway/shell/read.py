@@ -41,7 +41,7 @@ _local = threading.local()  # a tree-sitter Parser is not re-entrant: one per th
 
 
 def _parser():
-    """tree-sitter's bash parser (imported here only: the hooks never load it)."""
+    """tree-sitter's bash parser (imported here only: of the hooks, only the hook server loads it)."""
     global _LANGUAGE
     parser = getattr(_local, "parser", None)
     if parser is None:
