@@ -455,18 +455,27 @@ def _texts(body: dict[str, Any]) -> set[str]:
     return {line.strip() for chunk in chunks for line in chunk.splitlines() if line.strip()}
 
 
+USER_SERVER = "## system1"  # the instructions of the `system1` MCP server the user registered (not the plugin's)
+
+
 def plugin_context(cc: ClaudeHome) -> list[str]:
-    """The lines the enabled plugin adds to a session's first request (hint off: a short prompt)."""
-    with MockAnthropic() as api:
-        cc.prompt(api, "hello")
-    enabled = _texts(api.main_requests()[0])
-    assert cc.run("plugin", "disable", "system1@system1-gateway").returncode == 0
-    try:
+    """The lines the enabled plugin adds to a session's first request (hint off: a short prompt).
+    Under load Claude Code may send that request before the user's registered `system1` MCP
+    server has connected, so its instructions and tools are in one session's request only (seen
+    under a CPU hog): such a pair is not a measurement of the plugin and is run again."""
+    for _ in range(3):
         with MockAnthropic() as api:
             cc.prompt(api, "hello")
-        disabled = _texts(api.main_requests()[0])
-    finally:
-        assert cc.run("plugin", "enable", "system1@system1-gateway").returncode == 0
+        enabled = _texts(api.main_requests()[0])
+        assert cc.run("plugin", "disable", "system1@system1-gateway").returncode == 0
+        try:
+            with MockAnthropic() as api:
+                cc.prompt(api, "hello")
+            disabled = _texts(api.main_requests()[0])
+        finally:
+            assert cc.run("plugin", "enable", "system1@system1-gateway").returncode == 0
+        if (USER_SERVER in enabled) == (USER_SERVER in disabled):
+            break
     return sorted(enabled - disabled)
 
 
