@@ -31,7 +31,7 @@ evidence is hostile: every field is data handed to the body, never echoed by thi
 
 The guard asks the daemon only about what the policy rules cannot decide alone (guard.py
 `ruled`): with the guard on, this server loads the shell grammar and the rules in the
-background once started (≈ 240 ms of CPU, once per session), and a command such as `ls`, `git
+background once started (≈ 40 ms of CPU, once per session), and a command such as `ls`, `git
 status` or `git status && rm -rf ~` is answered here, as the daemon would answer it, without
 the round trip (≈ 3 ms after an idle second) and even when no daemon runs.
 
