@@ -126,6 +126,8 @@ def test_the_served_guard_answers_what_the_rules_decide_without_the_daemon(write
     assert server.hook("guard", as_fields({"tool_input": {"command": "ls -la src"}})) is None  # read-only: silence
     unruled = server.hook("guard", as_fields({"tool_input": {"command": UNRULED}}))
     assert "could not judge" in unruled["hookSpecificOutput"]["permissionDecisionReason"]  # the engine's part
+    accented = server.hook("guard", as_fields({"tool_input": {"command": "rm -rf ~/Téléchargements"}}))
+    assert "could not judge" in accented["hookSpecificOutput"]["permissionDecisionReason"]  # non-ASCII: the daemon's
     start_daemon()
     assert hook("guard", chained)[1] == served  # the command hook asks the daemon: the same answer
 

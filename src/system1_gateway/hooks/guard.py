@@ -140,7 +140,10 @@ def ruled(run: Run, command: str) -> dict[str, Any] | None:
     `git status && rm -rf ~`), as the daemon would give it, without its round trip (≈ 3 ms
     after an idle second) and without needing it running; None: ask the daemon. The command
     path (a new interpreter per call) does not load the shell grammar (≈ 40 ms) for this."""
-    if not run.served:
+    if not run.served or not command.isascii():
+        # Beyond ASCII, the daemon reads it: a crash there is a failed call that asks, whereas a
+        # crash here would end the server mid-call and let that one call pass (its mcp_tool call
+        # fails open). tree-sitter-bash's one known crasher was code points past U+FFFF.
         return None
     from ..shell import structure
 
