@@ -235,3 +235,17 @@ def run_cli(*args, input=None, env=None, timeout=120):
 def judge_payload(**questions):
     return {"state": "The build failed after the last merge.", "questions": questions or {
         "q": {"type": "noul", "instructions": "Is this about a build?"}}}
+
+
+def serve_port(proc, what: str = "system1 serve exited before listening") -> int:
+    """The port a `system1 serve --port 0` child announces on stderr (read up to that line)."""
+    import re
+
+    lines = []
+    while True:
+        line = proc.stderr.readline()
+        assert line, what + ("\n" + "".join(lines) if lines else "")
+        lines.append(line)
+        match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if match:
+            return int(match.group(1))

@@ -13,7 +13,6 @@ decoded, not read back). Joining 1 GB once instead of four times: ≈ 15-30 s le
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import sys
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import run_cli
+from conftest import run_cli, serve_port
 from test_http import call
 
 pytestmark = [pytest.mark.models, pytest.mark.anyio]
@@ -117,12 +116,7 @@ def test_first_decision_over_http_in_a_fresh_home_is_not_an_error(fresh_home):
     proc = subprocess.Popen([sys.executable, "-m", "system1_gateway.cli", "serve", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=home)
     try:
-        port = None
-        while port is None:
-            line = proc.stderr.readline()
-            assert line, "server exited before listening"
-            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-            port = int(match.group(1)) if match else None
+        port = serve_port(proc)
         status, _, body = call(port, "POST", "/v1/decide", {"question": QUESTIONS["http"], "options": ["yes", "no"]},
                                timeout=180)
         assert body["status"] in ("decided", "abstained"), json.dumps(body)

@@ -32,7 +32,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import ROOT, require
+from conftest import ROOT, require, serve_port
 from system1_gateway.core import Gateway
 from system1_gateway.http.app import create_app
 from system1_gateway.http.mcp import McpFace
@@ -95,12 +95,7 @@ def serve(tmp_path_factory):
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env=env, cwd=home)
     try:
-        port = None
-        while port is None:
-            line = proc.stderr.readline()
-            assert line, "system1 serve exited before listening"
-            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-            port = int(match.group(1)) if match else None
+        port = serve_port(proc)
         threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep the pipe drained
         wait_ready(port)
         yield f"http://127.0.0.1:{port}"

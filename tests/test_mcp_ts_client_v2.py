@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, require
+from conftest import ROOT, require, serve_port
 from test_http import KEY, call, wait_ready
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
@@ -89,12 +88,7 @@ def serve_face(home: Path):
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env=env, cwd=home)
     try:
-        port = None
-        while port is None:
-            line = proc.stderr.readline()
-            assert line, "system1 serve exited before listening"
-            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-            port = int(match.group(1)) if match else None
+        port = serve_port(proc)
         threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep the pipe drained
         wait_ready(port)
         yield f"http://127.0.0.1:{port}/mcp", KEY, env

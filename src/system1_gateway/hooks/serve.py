@@ -324,9 +324,13 @@ def warm_rules() -> threading.Thread | None:
     settings, _ = config_tables.load()
     if not settings["guard"]["enabled"]:
         return None
-    from ..shell import structure
 
-    thread = threading.Thread(target=structure.warm, name="warm-rules", daemon=True)
+    def warm() -> None:  # the import too (≈ 25 ms): the handshake does not wait for it
+        from ..shell import structure
+
+        structure.warm()
+
+    thread = threading.Thread(target=warm, name="warm-rules", daemon=True)
     thread.start()
     return thread
 
