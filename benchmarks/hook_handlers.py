@@ -14,8 +14,9 @@ session fed prompts one at a time over `--input-format stream-json`, with the pl
              same hook bodies (hooks/serve.py `call`); its token arrives in a header
              interpolated from an environment variable (`allowedEnvVars`)
   mcp_tool   route and guard as `mcp_tool` calls to the plugin's own hook server (hooks/serve.py)
-  shipped    the UserPromptSubmit and Bash entries of hooks/hooks.json as shipped: the three
-             `mcp_tool` calls, and beside the guard's its command fallback hooks/guard.sh
+  shipped    the UserPromptSubmit and Bash entries of hooks/hooks.json as shipped: route as an
+             `mcp_tool` call, the guard as one command, hooks/guard.sh (POSIX sh), which asks
+             the same hook server through named pipes (hooks/channel.py)
 
 and the floors of each handler type, hooks that do nothing (`--arms` to pick them):
 

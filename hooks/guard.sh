@@ -1,23 +1,55 @@
 #!/bin/sh
-# PreToolUse on Bash (POSIX sh), beside the guard's `mcp_tool` call (hooks.json): the guard's
-# failure policy when the plugin's hook server is not there to answer that call.
-# While it runs, the hook server names itself in <plugin data>/hook-servers/<Claude Code's
-# pid> (hooks/serve.py `announce`); Claude Code starts this script and that server alike, so
-# $PPID is the same process. Server alive: it answers the guard, and this exits at once (no
-# Python: a few milliseconds, in parallel with the call). Otherwise (the gateway not
-# installed, the server crashed or never connected) the command guard runs here, so a Bash
-# call is still judged, and asked about when the engine cannot answer ([guard] on_failure).
+# PreToolUse on Bash: the guard (POSIX sh; no Python while the plugin's hook server runs).
+# Claude Code starts this script and the hook server alike (hooks.json; plugin.json
+# mcpServers.hooks), so $PPID is the same process. While it runs, the server names itself in
+# <plugin data>/hook-servers/<$PPID> and answers through named pipes in hook-servers/<its
+# pid>.d (src/system1_gateway/hooks/channel.py has the protocol): this script claims a slot,
+# hands over the hook input, and prints the one-line answer. Without an answer (the gateway
+# not installed, the server crashed, not connected, every slot busy, nothing within $wait s)
+# it runs the command guard on the same input, so [guard] on_failure still holds.
 data="${CLAUDE_PLUGIN_DATA:-}"
-named="$data/hook-servers/$PPID"
-if [ -n "$data" ] && [ -f "$named" ]; then
+wait=6     # the server answers by its own deadline (4.7 s); past this it is taken as hung
+input=     # the hook input once stdin has been handed over
+if [ -n "$data" ] && [ -f "$data/hook-servers/$PPID" ]; then
   server=
-  read -r server < "$named" || :
+  read -r server < "$data/hook-servers/$PPID" || :
   case "$server" in
     '' | *[!0-9]*) ;;
-    *) if kill -0 "$server" 2>/dev/null; then exit 0; fi ;;
+    *) pipes="$data/hook-servers/$server.d"
+       if kill -0 "$server" 2>/dev/null && [ -p "$pipes/calls" ]; then
+         umask 077
+         slot=
+         set -C  # a slot is claimed by creating its lock: an exclusive create, one caller each
+         for n in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+           if { printf '%s\n' "$$" > "$pipes/lock$n"; } 2>/dev/null; then slot=$n; break; fi
+         done
+         set +C
+         if [ -n "$slot" ]; then
+           exec 3<>"$pipes/r$slot"  # held before the call: the answer never waits for a reader
+           input="$pipes/p$slot"
+           while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done > "$input"
+           (trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+            sleep "$wait" 3>&- & nap=$!
+            wait "$nap" && printf '\n' >&3) >/dev/null 2>&1 </dev/null &
+           watchdog=$!
+           printf '%s %s\n' "$slot" "$$" 1<>"$pipes/calls"
+           while IFS= read -r answer <&3; do
+             case "$answer" in
+               "$$ "*) kill "$watchdog" 2>/dev/null; printf '%s\n' "${answer#* }"; exit 0 ;;
+               '') break ;;  # the watchdog's empty line: no answer in time
+             esac  # otherwise an answer to an earlier caller of this slot that gave up: not ours
+           done
+           kill "$watchdog" 2>/dev/null
+           exec 3>&-
+         fi
+       fi ;;
   esac
 fi
+python="$data/venv/bin/python"
 if [ -x "$data/venv/Scripts/python.exe" ]; then  # Windows (Git Bash)
-  exec "$data/venv/Scripts/python.exe" -I -m system1_gateway.hooks.guard "$@"
+  python="$data/venv/Scripts/python.exe"
 fi
-exec "$data/venv/bin/python" -I -m system1_gateway.hooks.guard "$@"
+if [ -n "$input" ]; then
+  exec "$python" -I -m system1_gateway.hooks.guard "$@" < "$input"
+fi
+exec "$python" -I -m system1_gateway.hooks.guard "$@"

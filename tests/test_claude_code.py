@@ -313,7 +313,7 @@ def test_the_guard_asks_before_rm_rf_and_the_command_does_not_run(cc):
         out = cc.prompt(api, "Clean the build directory of this project so the next build starts fresh", "Bash")
     assert (build / "artifact.bin").exists(), "the destructive command ran"
     guard = guard_entries(cc, "rm -rf ./build")
-    # judged once: by the hook server (mcp_tool); its command fallback saw the server and stayed out
+    # judged once: by the hook server, which guard.sh asked through its pipes
     assert len(guard) == before + 1, guard
     assert guard[-1]["asked"] is True and guard[-1]["features"]["destructive"]["answer"] is True
     result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
@@ -415,9 +415,10 @@ def test_session_start_says_one_line_when_routing_is_on_and_the_daemon_is_stoppe
 
 @pytest.mark.parametrize("daemon", ["stopped", "hung"])
 def test_failure_policies_route_is_silent_and_the_guard_asks(cc, daemon):
-    """The route hook fails open, the guard asks (both mcp_tool calls to the plugin's hook
-    server), whether the daemon is stopped or hangs (its port file names a socket that accepts
-    and never answers). `ls` is what the guard lets run when the engine answers."""
+    """The route hook (an mcp_tool call to the plugin's hook server) fails open, and the guard
+    (hooks/guard.sh asking that server) asks, whether the daemon is stopped or hangs (its port
+    file names a socket that accepts and never answers). `make test` is a command the policy
+    rules leave to the engine, which lets it run when it answers."""
     record = json.loads((cc.base / "state" / "daemon" / "daemon.port").read_text())
     assert cc.system1("daemon", "stop").returncode == 0
     hung = socket.socket()
@@ -429,13 +430,15 @@ def test_failure_policies_route_is_silent_and_the_guard_asks(cc, daemon):
             port_file.write_text(json.dumps({**record, "pid": os.getpid(), "port": hung.getsockname()[1],
                                              "url": f"http://127.0.0.1:{hung.getsockname()[1]}"}))
             port_file.chmod(0o600)
-        with MockAnthropic(_bash_script("ls -la")) as api:
+        with MockAnthropic(_bash_script("make test")) as api:
             out = cc.prompt(api, LONG_PROMPT, "Bash")
         assert all(HINT not in user_text(r) for r in api.requests)
         result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
         assert result.get("is_error") is True, result
         denials = out.get("permission_denials", [])
-        assert denials and denials[0]["tool_input"]["command"] == "ls -la", out
+        assert denials and denials[0]["tool_input"]["command"] == "make test", out
+        guard = guard_entries(cc, "make test")
+        assert not guard or guard[-1]["asked"] is True  # a failure policy answer is not logged as a judgement
     finally:
         hung.close()
         (cc.base / "state" / "daemon" / "daemon.port").unlink(missing_ok=True)

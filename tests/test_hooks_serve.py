@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -311,36 +310,3 @@ def test_the_server_names_itself_for_the_guard_fallback_and_withdraws(tmp_path):
     assert serve.announce("") is None and serve.announce("relative/dir") is None
     (tmp_path / "file").write_text("x")
     assert serve.announce(str(tmp_path / "file")) is None  # not a folder: no name, the fallback runs
-
-
-GUARD_SH = Path(__file__).resolve().parents[1] / "hooks" / "guard.sh"
-
-
-@pytest.mark.parametrize("named", ["alive", "absent", "dead", "garbage"])
-def test_the_guard_fallback_runs_the_command_guard_only_without_a_live_server(write_config, tmp_path, named):
-    """hooks/guard.sh, as Claude Code starts it beside the guard's mcp_tool call: silent and
-    without Python while the hook server of its Claude Code process (its parent) is alive;
-    otherwise the command guard runs, and with no engine it asks (on_failure = "ask")."""
-    import os
-
-    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})  # no daemon: the guard asks
-    data = tmp_path / "plugin-data"
-    (data / "hook-servers").mkdir(parents=True)
-    (data / "venv").symlink_to(sys.prefix)
-    name = data / "hook-servers" / str(os.getpid())  # this test is the fallback's parent
-    if named == "alive":
-        name.write_text(f"{os.getpid()}\n")
-    elif named == "dead":
-        dead = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()
-        name.write_text(dead + "\n")
-    elif named == "garbage":
-        name.write_text("1; rm -rf ~\n")
-    payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": UNRULED}, "cwd": str(tmp_path)})
-    proc = subprocess.run(["sh", str(GUARD_SH)], input=payload.encode(), capture_output=True, timeout=30,
-                          env={**os.environ, "CLAUDE_PLUGIN_DATA": str(data)})
-    assert proc.returncode == 0, proc.stderr
-    if named == "alive":
-        assert proc.stdout == b""
-    else:
-        assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "ask"

@@ -47,8 +47,9 @@ class Run:
         if self.explain:
             print(f"[system1 {self.name} {self.ms():7.1f} ms] {message}", file=sys.stderr, flush=True)
 
-    def read(self) -> dict[str, Any]:
-        raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+    def read(self, stream: Any = None) -> dict[str, Any]:
+        """The hook input from `stream` (stdin by default), read as the command path reads it."""
+        raw = (sys.stdin.buffer if stream is None else stream).read(MAX_PAYLOAD_BYTES + 1)
         if len(raw) > MAX_PAYLOAD_BYTES:
             self.say(f"input larger than {MAX_PAYLOAD_BYTES} bytes: ignored")
             return {}

@@ -142,8 +142,9 @@ def ruled(run: Run, command: str) -> dict[str, Any] | None:
     path (a new interpreter per call) does not load the shell grammar (≈ 40 ms) for this."""
     if not run.served or not command.isascii():
         # Beyond ASCII, the daemon reads it: a crash there is a failed call that asks, whereas a
-        # crash here would end the server mid-call and let that one call pass (its mcp_tool call
-        # fails open). tree-sitter-bash's one known crasher was code points past U+FFFF.
+        # crash here would end the server (the route hooks of the session fail open with it, and
+        # guard.sh waits 6 s before its command guard). tree-sitter-bash's one known crasher was
+        # code points past U+FFFF.
         return None
     from ..shell import structure
 

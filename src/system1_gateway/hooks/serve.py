@@ -1,10 +1,13 @@
-"""The plugin's hook server: the hooks as `mcp_tool` calls to one warm process.
+"""The plugin's hook server: the hooks answered by one warm process.
 
     <venv python> -I -m system1_gateway.hooks.serve [--explain]      (plugin.json `mcpServers.hooks`)
 
 Claude Code starts this stdio MCP server with the plugin (`plugin:system1:hooks`) and keeps it
-connected; `hooks/hooks.json` calls its tools `route`, `agent` and `guard` instead of starting a
-Python process per prompt, spawn or Bash call (≈ 30 ms each: interpreter start and imports).
+connected; `hooks/hooks.json` calls its tools `route` and `agent` (`mcp_tool` hooks), and the
+guard's command, hooks/guard.sh, asks it through named pipes (channel.py), instead of starting
+a Python process per prompt, spawn or Bash call (≈ 30 ms each: interpreter start and imports).
+The `guard` tool answers the same as an `mcp_tool` call (benchmarks/hook_handlers.py measures
+it); it is not shipped, as such a call fails open when this server is absent.
 Each call runs the very body the command hook runs (route.py, agent.py, guard.py `body(run)`)
 on a `Run` built from the tool's arguments, and answers the hook's JSON output as text: what
 the command would print on stdout. The daemon is asked exactly as the command hook asks it
@@ -20,9 +23,10 @@ What a call costs the user is what it makes Claude Code wait for, so:
   * every call is answered by CALL_DEADLINE_S whatever its body does: silence, or for the
     guard its failure policy (it asks);
   * while it runs, the server names itself in `<plugin data>/hook-servers/<Claude Code's pid>`
-    (`announce`), so the guard's command fallback (hooks/guard.sh) knows this process answers
-    the guard and starts no Python; when the server is absent (not installed, crashed, not
-    connected) the fallback runs the command guard and its failure policy holds.
+    (`announce`) and keeps the guard's pipes in `hook-servers/<its pid>.d`, so hooks/guard.sh
+    finds this process and starts no Python; when the server is absent (not installed, crashed,
+    not connected) or gives no answer in time, guard.sh runs the command guard and its failure
+    policy holds.
 
 The arguments are the hook input's fields, which Claude Code interpolates into strings
 (`"${prompt}"`; an object such as `${tool_input}` arrives as its JSON text). Empty strings are
@@ -52,7 +56,7 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
 from .. import __version__, bounded_json, config_tables
-from . import agent, common, guard, route
+from . import agent, channel, common, guard, route
 
 SERVER_NAME = "system1-hooks"
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -284,14 +288,23 @@ def _read(stdin: BinaryIO, wire: Wire, calls: list[threading.Thread], argv: list
             wire.send(safe_handle(message, argv))
 
 
+def alive_dir(data_dir: str | None = None) -> str | None:
+    """`<plugin data>/hook-servers`: where this server names itself and keeps the guard's
+    pipes (channel.py); None without a plugin data folder. `data_dir`: the plugin's data folder
+    (default CLAUDE_PLUGIN_DATA)."""
+    data = os.environ.get("CLAUDE_PLUGIN_DATA", "") if data_dir is None else data_dir
+    if not data or not os.path.isabs(data):
+        return None
+    return os.path.join(data, ALIVE_DIR)
+
+
 def announce(data_dir: str | None = None) -> str | None:
     """Name this server as the one answering the guard of the Claude Code process that started
     it: `<data_dir>/hook-servers/<parent pid>` holds this process's pid (hooks/guard.sh reads it).
     `data_dir`: the plugin's data folder (CLAUDE_PLUGIN_DATA); None when there is none."""
-    data = os.environ.get("CLAUDE_PLUGIN_DATA", "") if data_dir is None else data_dir
-    if not data or not os.path.isabs(data):
+    folder = alive_dir(data_dir)
+    if folder is None:
         return None
-    folder = os.path.join(data, ALIVE_DIR)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         path = os.path.join(folder, str(os.getppid()))
@@ -346,12 +359,16 @@ def main() -> int:
     sys.stdout = sys.stderr  # a print() in the user's rule must not write into the JSON-RPC stream
     if hasattr(signal, "SIGTERM"):
         signal.signal(signal.SIGTERM, _stop)  # as SIGINT: finish the running calls, then exit
+    folder = alive_dir()
+    pipes = channel.open_channel(folder, CALL_DEADLINE_S, sys.argv[1:]) if folder else None
     named = announce()
     warm_rules()
     try:
         serve(sys.stdin.buffer, wire, sys.argv[1:])
     finally:
-        withdraw(named)
+        withdraw(named)  # first: a guard.sh from now on runs the command guard
+        if pipes is not None:
+            pipes.close()
     return 0
 
 

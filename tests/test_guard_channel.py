@@ -1,0 +1,256 @@
+"""The guard as Claude Code runs it: hooks/guard.sh (POSIX sh) asking the plugin's hook server
+through named pipes (hooks/channel.py), and running the command guard on the same input when
+no server answers: absent, dead, named wrongly, hung, or out of slots. Real processes
+throughout: the server as plugin.json starts it, the script under /bin/sh."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from system1_gateway.hooks import channel
+from test_hooks import UNRULED, config
+
+GUARD_SH = Path(__file__).resolve().parents[1] / "hooks" / "guard.sh"
+ASKED_DESTRUCTIVE = "reads as destructive"
+COULD_NOT_JUDGE = "could not judge"
+
+
+def payload(command: str, cwd: Path, **extra) -> bytes:
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
+                       "cwd": str(cwd), "permission_mode": "default", **extra}).encode()
+
+
+class Plugin:
+    """A plugin data folder whose venv is this interpreter (or none: then the command guard
+    cannot start, and an answer can only have come through the pipes)."""
+
+    def __init__(self, tmp_path: Path, venv: bool):
+        self.data = tmp_path / "plugin-data"
+        self.data.mkdir()
+        if venv:
+            (self.data / "venv").symlink_to(sys.prefix)
+        self.env = {**os.environ, "CLAUDE_PLUGIN_DATA": str(self.data)}
+        self.server: subprocess.Popen | None = None
+
+    def start(self) -> subprocess.Popen:
+        """The hook server as Claude Code starts it: this test is the parent of it and of guard.sh."""
+        self.server = subprocess.Popen([sys.executable, "-I", "-m", "system1_gateway.hooks.serve"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env)
+        pipes = self.pipes()
+        end = time.monotonic() + 30
+        while not ((self.data / "hook-servers" / str(os.getpid())).exists() and (pipes / "calls").exists()):
+            assert self.server.poll() is None and time.monotonic() < end, "the server did not announce itself"
+            time.sleep(0.02)
+        return self.server
+
+    def pipes(self) -> Path:
+        assert self.server is not None
+        return self.data / "hook-servers" / f"{self.server.pid}.d"
+
+    def guard(self, command: str, cwd: Path, timeout: float = 30) -> tuple[dict | None, float, subprocess.CompletedProcess]:
+        t0 = time.monotonic()
+        proc = subprocess.run(["sh", str(GUARD_SH)], input=payload(command, cwd), capture_output=True,
+                              env=self.env, timeout=timeout)
+        took = time.monotonic() - t0
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout) if proc.stdout.strip() else None
+        return out or None, took, proc
+
+    def stop(self) -> None:
+        if self.server is not None and self.server.poll() is None:
+            os.kill(self.server.pid, signal.SIGCONT)
+            self.server.stdin.close()
+            self.server.wait(timeout=30)
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    made: list[Plugin] = []
+
+    def make(venv: bool = True) -> Plugin:
+        made.append(Plugin(tmp_path, venv))
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.stop()
+
+
+def reason(out: dict | None) -> str:
+    assert out is not None
+    decision = out["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "ask", out
+    return decision["permissionDecisionReason"]
+
+
+def test_the_server_answers_through_the_pipes_without_python(write_config, tmp_path, plugin):
+    """No venv behind the script: every answer came from the warm server. The rules decide
+    these without any daemon; what they cannot decide gets the failure policy (no daemon)."""
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    p = plugin(venv=False)
+    p.start()
+    assert ASKED_DESTRUCTIVE in reason(p.guard("rm -rf ~", tmp_path)[0])
+    assert ASKED_DESTRUCTIVE in reason(p.guard("git status && git push --force origin main", tmp_path)[0])
+    assert p.guard("ls -la", tmp_path)[0] is None
+    assert COULD_NOT_JUDGE in reason(p.guard(UNRULED, tmp_path)[0])  # the engine's, and no daemon runs
+    out, took, proc = p.guard("echo 'héllo wörld' > notes.txt", tmp_path)  # non-ASCII: the daemon's
+    assert COULD_NOT_JUDGE in reason(out) and proc.stderr == b""
+    pipes = p.pipes()
+    wait_unlocked(pipes)  # each slot freed once its caller exited
+    assert (os.stat(pipes).st_mode & 0o777) == 0o700
+    assert all((os.stat(f).st_mode & 0o777) == 0o600 for f in pipes.iterdir())
+
+
+def wait_unlocked(pipes: Path, within_s: float = 5.0) -> bool:
+    end = time.monotonic() + within_s
+    while any(f.name.startswith("lock") for f in pipes.iterdir()):
+        assert time.monotonic() < end, sorted(f.name for f in pipes.iterdir())
+        time.sleep(0.02)
+    return True
+
+
+def test_parallel_calls_each_get_their_own_answer(write_config, tmp_path, plugin):
+    """More calls at once than slots: each is answered for its own command (the pipes while a
+    slot is free, the command guard past them), none mixed up, every slot freed after."""
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    p = plugin()
+    p.start()
+    n = channel.SLOTS + 8
+    commands = [f"rm -rf ./build{i:03d}" if i % 2 == 0 else f"ls ./src{i:03d}" for i in range(n)]
+    outs: dict[int, tuple] = {}
+
+    def one(i: int) -> None:
+        outs[i] = p.guard(commands[i], tmp_path, timeout=60)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    served = 0
+    for i, command in enumerate(commands):
+        out = outs[i][0]
+        if i % 2 == 0:
+            text = reason(out)
+            assert f"build{i:03d}" in text or COULD_NOT_JUDGE in text, (command, text)
+            served += f"build{i:03d}" in text
+        else:  # the server's rules let `ls` pass; the command guard asks the (absent) daemon
+            assert out is None or COULD_NOT_JUDGE in reason(out), (command, out)
+    assert served >= 1
+    wait_unlocked(p.pipes())
+
+
+def test_a_hung_server_costs_the_wait_then_the_command_guard_judges(write_config, tmp_path, plugin):
+    """The server stopped (SIGSTOP: alive, answering nothing): guard.sh gives up after its wait
+    (6 s) and the command guard judges the same input: it asks. Nothing is left behind."""
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    p = plugin()
+    server = p.start()
+    assert p.guard("ls", tmp_path)[0] is None
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        out, took, _ = p.guard("ls", tmp_path)
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    assert COULD_NOT_JUDGE in reason(out) and 5.5 < took < 12, took  # the command guard: no daemon
+    wait_unlocked(p.pipes())
+    assert p.guard("ls", tmp_path)[0] is None  # answering again
+
+
+def test_a_dead_or_exited_server_means_the_command_guard(write_config, tmp_path, plugin):
+    """A server killed outright leaves its name and pipes behind: its pid is dead, so guard.sh
+    runs the command guard. The next server sweeps the dead one's pipes; one that exits
+    withdraws its name and removes its own."""
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    p = plugin()
+    server = p.start()
+    dead = p.pipes()
+    server.kill()
+    server.wait()
+    out, took, _ = p.guard("ls", tmp_path)
+    assert COULD_NOT_JUDGE in reason(out) and took < 5
+    p.start()
+    assert not dead.exists() and p.pipes().exists()
+    p.stop()
+    assert [f.name for f in (p.data / "hook-servers").iterdir()] == []
+    assert COULD_NOT_JUDGE in reason(p.guard("ls", tmp_path)[0])
+
+
+@pytest.mark.parametrize("named", ["absent", "garbage", "no-pipes"])
+def test_without_a_server_to_ask_the_command_guard_judges(write_config, tmp_path, plugin, named):
+    """No live server of this Claude Code process with pipes: the command guard runs, and with
+    no engine it asks (on_failure = "ask")."""
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    p = plugin()
+    folder = p.data / "hook-servers"
+    folder.mkdir()
+    if named == "garbage":
+        (folder / str(os.getpid())).write_text("1; rm -rf ~\n")
+    elif named == "no-pipes":  # a live pid (this test) that keeps no pipes
+        (folder / str(os.getpid())).write_text(f"{os.getpid()}\n")
+    assert COULD_NOT_JUDGE in reason(p.guard(UNRULED, tmp_path)[0])
+
+
+def test_an_answer_for_another_caller_is_skipped(tmp_path):
+    """A late answer left in a slot's pipe for a caller that gave up is not taken as this
+    caller's: guard.sh reads on to the line with its own pid. (A stand-in server here: the
+    script's side of the protocol.)"""
+    data = tmp_path / "plugin-data"
+    pipes = data / "hook-servers" / f"{os.getpid()}.d"
+    pipes.mkdir(parents=True)
+    (data / "hook-servers" / str(os.getpid())).write_text(f"{os.getpid()}\n")
+    os.mkfifo(pipes / "calls")
+    for slot in range(channel.SLOTS):
+        os.mkfifo(pipes / f"r{slot}")
+    calls = os.open(pipes / "calls", os.O_RDWR)
+    got: list[bytes] = []
+
+    def stand_in() -> None:
+        line = os.read(calls, 64)
+        slot, pid = line.split()
+        got.append((pipes / f"p{int(slot)}").read_bytes())
+        fd = os.open(pipes / f"r{int(slot)}", os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, b'99999 {"hookSpecificOutput":{"permissionDecision":"allow"}}\n')
+        os.write(fd, pid + b' {"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask",'
+                 b'"permissionDecisionReason":"mine"}}\n')
+        os.close(fd)
+
+    thread = threading.Thread(target=stand_in)
+    thread.start()
+    proc = subprocess.run(["sh", str(GUARD_SH)], input=payload("rm -rf ./x", tmp_path), capture_output=True,
+                          env={**os.environ, "CLAUDE_PLUGIN_DATA": str(data)}, timeout=30)
+    thread.join()
+    os.close(calls)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecisionReason"] == "mine"
+    assert json.loads(got[0])["tool_input"]["command"] == "rm -rf ./x"  # the hook input, handed over whole
+    assert (pipes / "lock0").read_text().strip().isdigit()  # its claim: freed by the server, not the caller
+
+
+def test_the_listener_survives_garbage_and_sweeps_abandoned_claims(write_config, tmp_path, plugin):
+    """Lines that are not "<slot> <pid>" are ignored; a claim whose owner died before calling is
+    swept; the next call is answered."""
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    p = plugin(venv=False)
+    p.start()
+    pipes = p.pipes()
+    fd = os.open(pipes / "calls", os.O_WRONLY)
+    for junk in (b"x" * 5000, b"\n", b"99 1234\n", b"0 1\n", b"../../etc 5\n", b"3 -4\n", b"\xff\xfe\n"):
+        os.write(fd, junk)
+    os.close(fd)
+    dead = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()
+    for slot in range(channel.SLOTS):  # every slot claimed by a caller that died before calling
+        (pipes / f"lock{slot}").write_text(dead + "\n")
+    end = time.monotonic() + channel.SWEEP_S * 3
+    while any(f.name.startswith("lock") for f in pipes.iterdir()):
+        assert time.monotonic() < end, "abandoned claims were not swept"
+        time.sleep(0.1)
+    assert ASKED_DESTRUCTIVE in reason(p.guard("rm -rf ~", tmp_path)[0])
