@@ -18,6 +18,10 @@ session fed prompts one at a time over `--input-format stream-json`, with the pl
              `mcp_tool` call, the guard as one command, hooks/guard.sh (POSIX sh), which asks
              the same hook server through named pipes (hooks/channel.py)
 
+  mcp_pair   the guard as shipped before 2026-12-06: its `mcp_tool` call and, beside it, a
+             command that exits at once (what the earlier hooks/guard.sh did while the server
+             ran; it ran the command guard only when no server did)
+
 and the floors of each handler type, hooks that do nothing (`--arms` to pick them):
 
   command_stub   `/bin/true` (exec form: Claude Code's spawn and pipes, no interpreter)
@@ -165,8 +169,12 @@ def plugin_dir(base: Path, arm: str, python: str, http_port: int, stub_port: int
     if arm == "mcp_stub":
         manifest["mcpServers"] = {"hooks": {"command": python, "args": ["-I", str(Path(__file__).resolve()),
                                                                          "--stub-mcp"]}}
+    guard = [handler("guard")]
+    if arm == "mcp_pair":
+        manifest["mcpServers"] = {"hooks": {"command": "sh", "args": [str(ROOT / "hooks" / "serve.sh")]}}
+        guard.append({"type": "command", "command": "sh", "args": ["-c", "exit 0"], "timeout": 5})
     hooks = {"UserPromptSubmit": [{"hooks": [handler("route")]}],
-             "PreToolUse": [{"matcher": "Bash", "hooks": [handler("guard")]}]}
+             "PreToolUse": [{"matcher": "Bash", "hooks": guard}]}
     (root / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest))
     (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": hooks}))
     return root
@@ -357,7 +365,10 @@ def report(results: dict[str, dict[str, list[float]]], a: argparse.Namespace, cp
 
 def hook_times(folder: Path, arms: list[str]) -> None:
     """Each hook's own time as Claude Code's debug logs show it: an `mcp_tool` call from
-    "mcp_tool calling" to its "success" line, a command hook its "finished … (N ms)"."""
+    "mcp_tool calling" to its "success" line, a command hook its "finished … (N ms)"; and per
+    Bash call the time from the tool_use reply's first streamed chunk to the command's dispatch
+    (every PreToolUse hook and the permission check: the part of the tool call a hook can add
+    to, free of the model's and the command's own time; the warm-up turn not counted)."""
     from datetime import datetime
 
     def ms(line: str) -> float:
@@ -369,6 +380,8 @@ def hook_times(folder: Path, arms: list[str]) -> None:
         times: dict[str, list[float]] = {}
         for path in sorted(folder.glob(f"{arm}-*.log")):
             calling: dict[str, float] = {}  # hook event -> when its mcp_tool call started
+            chunk: float | None = None  # when the latest reply began to stream
+            warmed = False  # the session's first Bash call (turn 0, the warm-up) is not counted
             for line in path.read_text(errors="replace").splitlines():
                 if "Hooks: mcp_tool calling" in line:
                     tool = line.split("calling ", 1)[1].split(" ", 1)[0].rsplit("/", 1)[-1]
@@ -380,6 +393,14 @@ def hook_times(folder: Path, arms: list[str]) -> None:
                 elif "finished with status" in line and line.rstrip().endswith("ms)"):
                     event = "prompt" if "UserPromptSubmit" in line else "tool"
                     times.setdefault(f"command ({event})", []).append(float(line.rsplit("(", 1)[1][:-3]))
+                elif "Stream started - received first chunk" in line:
+                    chunk = ms(line)
+                elif "tool_dispatch_start tool=Bash" in line and chunk is not None:
+                    # the tool_use reply's first chunk to the command's dispatch: the PreToolUse
+                    # hooks and the permission check, without the model's or the command's time
+                    if warmed:
+                        times.setdefault("Bash call: reply to dispatch", []).append(ms(line) - chunk)
+                    chunk, warmed = None, True
         for hook, values in sorted(times.items()):
             print(f"| {arm} | {hook} | {statistics.median(values):.1f} | {pct(values, 0.95):.1f} | {len(values)} |")
 

@@ -28,11 +28,11 @@ if [ -n "$data" ] && [ -f "$data/hook-servers/$PPID" ]; then
            exec 3<>"$pipes/r$slot"  # held before the call: the answer never waits for a reader
            input="$pipes/p$slot"
            while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done > "$input"
-           (trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+           printf '%s %s\n' "$slot" "$$" 1<>"$pipes/calls"
+           (trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # started while the server works
             sleep "$wait" 3>&- & nap=$!
             wait "$nap" && printf '\n' >&3) >/dev/null 2>&1 </dev/null &
            watchdog=$!
-           printf '%s %s\n' "$slot" "$$" 1<>"$pipes/calls"
            while IFS= read -r answer <&3; do
              case "$answer" in
                "$$ "*) kill "$watchdog" 2>/dev/null; printf '%s\n' "${answer#* }"; exit 0 ;;

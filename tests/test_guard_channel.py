@@ -254,3 +254,41 @@ def test_the_listener_survives_garbage_and_sweeps_abandoned_claims(write_config,
         assert time.monotonic() < end, "abandoned claims were not swept"
         time.sleep(0.1)
     assert ASKED_DESTRUCTIVE in reason(p.guard("rm -rf ~", tmp_path)[0])
+
+
+def test_the_script_knows_every_slot():
+    """guard.sh tries the slots by number: the same ones the server makes pipes for."""
+    line = next(t for t in GUARD_SH.read_text().splitlines() if t.strip().startswith("for n in "))
+    assert line.split("in", 1)[1].split(";")[0].split() == [str(n) for n in range(channel.SLOTS)]
+
+
+def test_a_call_still_running_at_the_deadline_gets_the_failure_policy(write_config, tmp_path, monkeypatch):
+    """In process: a guard body that hangs; the listener answers its call at the deadline with
+    the failure policy (ask), and the slot is freed once the body returns."""
+    from system1_gateway.hooks import guard
+
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    monkeypatch.setattr(guard, "body", lambda run: time.sleep(1.5) or None)
+    pipes = channel.open_channel(str(tmp_path / "hook-servers"), 0.3)
+    assert pipes is not None
+    dead = int(subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout)
+    (Path(pipes.folder) / "lock0").write_text(f"{dead}\n")
+    (Path(pipes.folder) / "p0").write_bytes(payload(UNRULED, tmp_path))
+    answer = os.open(pipes.path("r0"), os.O_RDWR)
+    t0 = time.monotonic()
+    calls = os.open(pipes.path("calls"), os.O_WRONLY)
+    os.write(calls, f"0 {dead}\n".encode())
+    os.close(calls)
+    line = b""
+    while not line.endswith(b"\n"):
+        line += os.read(answer, 4096)
+    took = time.monotonic() - t0
+    os.close(answer)
+    pid, text = line.decode().split(" ", 1)
+    assert pid == str(dead) and COULD_NOT_JUDGE in reason(json.loads(text)) and 0.25 < took < 1.2, (line, took)
+    end = time.monotonic() + 5
+    while (Path(pipes.folder) / "lock0").exists():
+        assert time.monotonic() < end, "the slot was not freed after the body returned"
+        time.sleep(0.05)
+    pipes.close()
+    assert not Path(pipes.folder).exists()

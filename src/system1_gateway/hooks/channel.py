@@ -7,7 +7,7 @@ script that hands the hook input to this warm process and prints its answer, mea
 less per Bash call through the real CLI (docs/benchmarks.md); its failure policy is its own:
 no answer, and it runs the command guard on the same input.
 
-The folder `<plugin data>/hook-servers/<this server's pid>.d` (0700, made fresh by `open`):
+The folder `<plugin data>/hook-servers/<this server's pid>.d` (0700, made fresh by `open_channel`):
 
   calls      FIFO read here: one line per call, "<slot> <pid>" (a few bytes: one atomic write)
   lock<N>    slot N's claim: guard.sh creates it exclusively (sh `set -C`) holding its pid; it is
@@ -107,24 +107,32 @@ class Channel:
     def listen(self) -> None:
         pending, swept = b"", time.monotonic()
         while True:
-            now = time.monotonic()
-            with self.lock:
-                waiting = [c for c in self.calls.values() if not c.sent]
-            overdue = [c for c in waiting if c.due <= now]
-            for call in overdue:
-                call.late()
-            wake = min([c.due for c in waiting if c.due > now], default=now + SWEEP_S)
-            ready, _, _ = select.select([self.fd], [], [], max(min(wake, swept + SWEEP_S) - now, 0.001))
-            if ready:
-                pending += os.read(self.fd, 4096)
-                *lines, pending = pending.split(b"\n")
-                if len(pending) > MAX_REQUEST:
-                    pending = b""
-                for line in lines:
-                    self.take(line)
-            if time.monotonic() - swept >= SWEEP_S:
-                self.sweep()
-                swept = time.monotonic()
+            try:
+                pending, swept = self.turn(pending, swept)
+            except Exception:  # noqa: BLE001 - a bug here must not end the channel: every later call would wait 6 s
+                time.sleep(0.01)
+
+    def turn(self, pending: bytes, swept: float) -> tuple[bytes, float]:
+        """One turn of the listener: answer overdue calls, read requests, now and then sweep."""
+        now = time.monotonic()
+        with self.lock:
+            waiting = [c for c in self.calls.values() if not c.sent]
+        overdue = [c for c in waiting if c.due <= now]
+        for call in overdue:
+            call.late()
+        wake = min([c.due for c in waiting if c.due > now], default=now + SWEEP_S)
+        ready, _, _ = select.select([self.fd], [], [], max(min(wake, swept + SWEEP_S) - now, 0.001))
+        if ready:
+            pending += os.read(self.fd, 4096)
+            *lines, pending = pending.split(b"\n")
+            if len(pending) > MAX_REQUEST:
+                pending = b""
+            for line in lines:
+                self.take(line)
+        if time.monotonic() - swept >= SWEEP_S:
+            self.sweep()
+            swept = time.monotonic()
+        return pending, swept
 
     def take(self, line: bytes) -> None:
         """Hand the call a request line names to its slot's worker, if the line is well formed
@@ -147,7 +155,12 @@ class Channel:
 
     def work(self, calls: queue.SimpleQueue[Call]) -> None:
         while True:
-            self.call(calls.get())
+            call = calls.get()
+            try:
+                self.call(call)
+            except Exception:  # noqa: BLE001 - the slot stays usable; the listener answers at the deadline
+                with self.lock:
+                    self.calls.pop(call.slot, None)
 
     def call(self, call: Call) -> None:
         """Answer one call (the listener answers it at its deadline if this is still running),
