@@ -1,11 +1,12 @@
 """The guard's channel: hooks/guard.sh asks the plugin's hook server through named pipes.
 
 Why not an `mcp_tool` call: such a call fails open when its server is absent (not installed,
-crashed, not yet connected, hung), so the guard needed a command handler beside it, and two
-handlers on every Bash call cost Claude Code two dispatches. One `command` handler, a POSIX sh
-script that hands the hook input to this warm process and prints its answer, measured ≈ 5 ms
-less per Bash call through the real CLI (docs/benchmarks.md); its failure policy is its own:
-no answer, and it runs the command guard on the same input.
+crashed, not yet connected, hung), so the guard needed a command handler beside it, and that
+fallback could only check that the server process was alive: a server alive but hung let the
+call pass. One `command` handler, a POSIX sh script that
+hands the hook input to this warm process and prints its answer, asks the process itself: no
+answer, and it runs the command guard on the same input. Through the real CLI it costs a Bash
+call what the pair did (docs/claude-code.md, "Hook handlers").
 
 The folder `<plugin data>/hook-servers/<this server's pid>.d` (0700, made fresh by `open_channel`):
 
