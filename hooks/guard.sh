@@ -24,22 +24,27 @@ if [ -n "$data" ] && [ -f "$data/hook-servers/$PPID" ]; then
            if { printf '%s\n' "$$" > "$pipes/lock$n"; } 2>/dev/null; then slot=$n; break; fi
          done
          set +C
-         if [ -n "$slot" ]; then
-           exec 3<>"$pipes/r$slot"  # held before the call: the answer never waits for a reader
+         # The answer pipe is held before the call, so the answer never waits for a reader.
+         # (`command exec`: a pipe that is gone is a failed open here, not the end of the script.)
+         if [ -n "$slot" ] && { command exec 3<>"$pipes/r$slot"; } 2>/dev/null; then
            input="$pipes/p$slot"
-           while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done > "$input"
-           printf '%s %s\n' "$slot" "$$" 1<>"$pipes/calls"
-           (trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # started while the server works
-            sleep "$wait" 3>&- & nap=$!
-            wait "$nap" && printf '\n' >&3) >/dev/null 2>&1 </dev/null &
-           watchdog=$!
-           while IFS= read -r answer <&3; do
-             case "$answer" in
-               "$$ "*) kill "$watchdog" 2>/dev/null; printf '%s\n' "${answer#* }"; exit 0 ;;
-               '') break ;;  # the watchdog's empty line: no answer in time
-             esac  # otherwise an answer to an earlier caller of this slot that gave up: not ours
-           done
-           kill "$watchdog" 2>/dev/null
+           if { while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done > "$input"; } 2>/dev/null
+           then
+             printf '%s %s\n' "$slot" "$$" 1<>"$pipes/calls"
+             (trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # started while the server works
+              sleep "$wait" 3>&- & nap=$!
+              wait "$nap" && printf '\n' >&3) >/dev/null 2>&1 </dev/null &
+             watchdog=$!
+             while IFS= read -r answer <&3; do
+               case "$answer" in
+                 "$$ "*) kill "$watchdog" 2>/dev/null; printf '%s\n' "${answer#* }"; exit 0 ;;
+                 '') break ;;  # the watchdog's empty line: no answer in time
+               esac  # otherwise an answer to an earlier caller of this slot that gave up: not ours
+             done
+             kill "$watchdog" 2>/dev/null
+           else
+             input=  # not copied (what is left of stdin is the command guard's)
+           fi
            exec 3>&-
          fi
        fi ;;

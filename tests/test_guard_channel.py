@@ -185,19 +185,25 @@ def test_a_dead_or_exited_server_means_the_command_guard(write_config, tmp_path,
     assert COULD_NOT_JUDGE in reason(p.guard("ls", tmp_path)[0])
 
 
-@pytest.mark.parametrize("named", ["absent", "garbage", "no-pipes"])
+@pytest.mark.parametrize("named", ["absent", "garbage", "no-pipes", "half-gone"])
 def test_without_a_server_to_ask_the_command_guard_judges(write_config, tmp_path, plugin, named):
     """No live server of this Claude Code process with pipes: the command guard runs, and with
-    no engine it asks (on_failure = "ask")."""
+    no engine it asks (on_failure = "ask"). "half-gone": a folder being removed (its `calls`
+    pipe left, no answer pipes): the script still ends in the command guard, not in an error
+    exit (which Claude Code would read as a block) or a hang."""
     config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
     p = plugin()
     folder = p.data / "hook-servers"
     folder.mkdir()
     if named == "garbage":
         (folder / str(os.getpid())).write_text("1; rm -rf ~\n")
-    elif named == "no-pipes":  # a live pid (this test) that keeps no pipes
+    elif named in ("no-pipes", "half-gone"):  # a live pid (this test) that keeps no answer pipes
         (folder / str(os.getpid())).write_text(f"{os.getpid()}\n")
-    assert COULD_NOT_JUDGE in reason(p.guard(UNRULED, tmp_path)[0])
+    if named == "half-gone":
+        (folder / f"{os.getpid()}.d").mkdir()
+        os.mkfifo(folder / f"{os.getpid()}.d" / "calls")
+    out, took, _ = p.guard(UNRULED, tmp_path)
+    assert COULD_NOT_JUDGE in reason(out) and took < 5
 
 
 def test_an_answer_for_another_caller_is_skipped(tmp_path):
