@@ -9,7 +9,8 @@
 # it runs the command guard on the same input, so [guard] on_failure still holds.
 data="${CLAUDE_PLUGIN_DATA:-}"
 wait=6     # the server answers by its own deadline (4.7 s); past this it is taken as hung
-input=     # the hook input once stdin has been handed over
+handed=    # set once stdin has been copied into a slot: the copy is open on fd 4
+lost=      # set when stdin was read but could not be copied: the input is gone
 if [ -n "$data" ] && [ -f "$data/hook-servers/$PPID" ]; then
   server=
   read -r server < "$data/hook-servers/$PPID" || :
@@ -28,12 +29,14 @@ if [ -n "$data" ] && [ -f "$data/hook-servers/$PPID" ]; then
          # (`command exec`: a pipe that is gone is a failed open here, not the end of the script.)
          if [ -n "$slot" ] && { command exec 3<>"$pipes/r$slot"; } 2>/dev/null; then
            input="$pipes/p$slot"
-           if { while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done > "$input"; } 2>/dev/null
+           if { while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done > "$input"; } 2>/dev/null \
+              && { command exec 4<"$input"; } 2>/dev/null
            then
+             handed=1  # fd 4 keeps the copy readable even if the server removes its folder
              printf '%s %s\n' "$slot" "$$" 1<>"$pipes/calls"
              (trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # started while the server works
               sleep "$wait" 3>&- & nap=$!
-              wait "$nap" && printf '\n' >&3) >/dev/null 2>&1 </dev/null &
+              wait "$nap"; printf '\n' >&3) >/dev/null 2>&1 </dev/null &
              watchdog=$!
              while IFS= read -r answer <&3; do
                case "$answer" in
@@ -43,7 +46,7 @@ if [ -n "$data" ] && [ -f "$data/hook-servers/$PPID" ]; then
              done
              kill "$watchdog" 2>/dev/null
            else
-             input=  # not copied (what is left of stdin is the command guard's)
+             lost=1  # the copy failed, and stdin may be partly read: only the failure policy is left
            fi
            exec 3>&-
          fi
@@ -54,7 +57,10 @@ python="$data/venv/bin/python"
 if [ -x "$data/venv/Scripts/python.exe" ]; then  # Windows (Git Bash)
   python="$data/venv/Scripts/python.exe"
 fi
-if [ -n "$input" ]; then
-  exec "$python" -I -m system1_gateway.hooks.guard "$@" < "$input"
+if [ -n "$handed" ]; then
+  exec "$python" -I -m system1_gateway.hooks.guard "$@" <&4
+fi
+if [ -n "$lost" ]; then
+  exec "$python" -I -m system1_gateway.hooks.guard --input-lost "$@" < /dev/null
 fi
 exec "$python" -I -m system1_gateway.hooks.guard "$@"

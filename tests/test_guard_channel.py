@@ -58,7 +58,7 @@ class Plugin:
 
     def guard(self, command: str, cwd: Path, timeout: float = 30) -> tuple[dict | None, float, subprocess.CompletedProcess]:
         t0 = time.monotonic()
-        proc = subprocess.run(["sh", str(GUARD_SH)], input=payload(command, cwd), capture_output=True,
+        proc = subprocess.run(["/bin/sh", str(GUARD_SH)], input=payload(command, cwd), capture_output=True,
                               env=self.env, timeout=timeout)
         took = time.monotonic() - t0
         assert proc.returncode == 0, proc.stderr
@@ -189,8 +189,9 @@ def test_a_dead_or_exited_server_means_the_command_guard(write_config, tmp_path,
 def test_without_a_server_to_ask_the_command_guard_judges(write_config, tmp_path, plugin, named):
     """No live server of this Claude Code process with pipes: the command guard runs, and with
     no engine it asks (on_failure = "ask"). "half-gone": a folder being removed (its `calls`
-    pipe left, no answer pipes): the script still ends in the command guard, not in an error
-    exit (which Claude Code would read as a block) or a hang."""
+    pipe left, no answer pipes; `<>` then opens a new empty file, whose end is read at once):
+    the script still ends in the command guard, not in an error exit (which Claude Code would
+    read as a block) or a hang."""
     config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
     p = plugin()
     folder = p.data / "hook-servers"
@@ -298,3 +299,107 @@ def test_a_call_still_running_at_the_deadline_gets_the_failure_policy(write_conf
         time.sleep(0.05)
     pipes.close()
     assert not Path(pipes.folder).exists()
+
+
+@pytest.fixture
+def in_process(write_config, tmp_path, monkeypatch):
+    """The channel in this process, named for guard.sh as the server of its parent (this test),
+    with a guard body that takes 1.5 s (a call is in flight long enough to stop the server)."""
+    from system1_gateway.hooks import guard
+
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    real = guard.body
+    monkeypatch.setattr(guard, "body", lambda run: time.sleep(1.5) or real(run))
+    data = tmp_path / "plugin-data"
+    (data / "venv").parent.mkdir(parents=True)
+    (data / "venv").symlink_to(sys.prefix)
+    pipes = channel.open_channel(str(data / "hook-servers"), 4.7)
+    assert pipes is not None
+    (data / "hook-servers" / str(os.getpid())).write_text(f"{os.getpid()}\n")
+    yield pipes, {**os.environ, "CLAUDE_PLUGIN_DATA": str(data)}
+    pipes.close()
+
+
+def _start(env: dict, command: str, cwd: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(["sh", str(GUARD_SH)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    proc.stdin.write(payload(command, cwd))
+    proc.stdin.close()
+    return proc
+
+
+def _finish(proc: subprocess.Popen) -> tuple[bytes, bytes]:
+    proc.wait(timeout=30)
+    return proc.stdout.read(), proc.stderr.read()
+
+
+def test_a_server_that_stops_answers_its_calls_in_flight(in_process, tmp_path):
+    pipes, env = in_process
+    proc = _start(env, UNRULED, tmp_path)
+    time.sleep(0.5)  # the call is in its body
+    t0 = time.monotonic()
+    pipes.close()
+    out, err = _finish(proc)
+    assert proc.returncode == 0, err
+    assert COULD_NOT_JUDGE in reason(json.loads(out)) and time.monotonic() - t0 < 3
+
+
+def test_a_server_gone_mid_call_leaves_the_command_guard_its_input(in_process, tmp_path):
+    """The folder removed under a call with no answer (a crash): after its wait guard.sh runs
+    the command guard on the input it kept open, which judges and asks; no status 2 (a block)."""
+    pipes, env = in_process
+    proc = _start(env, "rm -rf ./build", tmp_path)
+    time.sleep(0.5)
+    channel.remove(pipes.folder)
+    out, err = _finish(proc)
+    assert proc.returncode == 0, err
+    text = reason(json.loads(out))
+    assert COULD_NOT_JUDGE in text  # the command guard read `rm -rf ./build` and asked the (absent) daemon
+    assert err == b""
+
+
+def test_a_watchdog_that_cannot_sleep_does_not_hang_the_guard(write_config, tmp_path, plugin):
+    """`sleep` missing (or killed): the watchdog still writes its line, so guard.sh falls back
+    at once instead of waiting for Claude Code's timeout (a timeout lets the command pass)."""
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    p = plugin()
+    server = p.start()
+    os.kill(server.pid, signal.SIGSTOP)
+    p.env = {**p.env, "PATH": str(tmp_path / "no-tools")}
+    try:
+        out, took, _ = p.guard("ls", tmp_path)
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    assert COULD_NOT_JUDGE in reason(out) and took < 5, took
+
+
+def test_an_unreadable_input_gets_the_failure_policy_not_silence(write_config, tmp_path):
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    pipes = channel.open_channel(str(tmp_path / "hook-servers"), 4.7)
+    assert pipes is not None
+    try:
+        for given in (b"", b"{not json", b"[1, 2]"):
+            dead = int(subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout)
+            wait_unlocked(Path(pipes.folder))
+            (Path(pipes.folder) / "lock0").write_text(f"{dead}\n")
+            (Path(pipes.folder) / "p0").write_bytes(given)
+            answer = os.open(pipes.path("r0"), os.O_RDWR)
+            calls = os.open(pipes.path("calls"), os.O_WRONLY)
+            os.write(calls, f"0 {dead}\n".encode())
+            os.close(calls)
+            line = b""
+            while not line.endswith(b"\n"):
+                line += os.read(answer, 4096)
+            os.close(answer)
+            assert COULD_NOT_JUDGE in reason(json.loads(line.decode().split(" ", 1)[1])), given
+    finally:
+        pipes.close()
+
+
+def test_the_command_guard_told_the_input_was_lost_asks(write_config, tmp_path):
+    """guard.sh read stdin but could not copy it (a full disk): the failure policy, not silence."""
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})
+    proc = subprocess.run([sys.executable, "-I", "-m", "system1_gateway.hooks.guard", "--input-lost"],
+                          input=b"", capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert COULD_NOT_JUDGE in reason(json.loads(proc.stdout))

@@ -19,8 +19,9 @@ The folder `<plugin data>/hook-servers/<this server's pid>.d` (0700, made fresh 
              holds it open (read-write) before it calls, so the answer never waits for a reader,
              and skips a line for another pid (an answer that came after its caller gave up)
 
-Every call is answered by the server's deadline (silence, or the failure policy: the guard
-asks); guard.sh waits somewhat longer (its `wait`) before it runs the command guard itself, so a
+Every call is answered by the server's deadline or when it stops (silence, or the failure
+policy: the guard asks); an input that cannot be read is a failure, not "no command". guard.sh
+waits somewhat longer (its `wait`) before it runs the command guard itself, so a
 hung or crashed server costs that wait, never the check. The hook input is hostile data: it is
 parsed as the command path parses stdin, and nothing from it names a path here (the slot and
 pid are checked digits).
@@ -54,7 +55,7 @@ def folder_of(data_dir: str, pid: int) -> str:
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return False  # another user's process now: not the caller that claimed the slot
@@ -142,7 +143,7 @@ class Channel:
         if len(line) > MAX_REQUEST or len(words) != 2 or not all(w.isdigit() for w in words):
             return
         slot, pid = int(words[0]), int(words[1])
-        if slot >= SLOTS or pid <= 1:
+        if slot >= SLOTS or not 1 < pid < 1 << 31:
             return
         with self.lock:
             if slot in self.calls:
@@ -159,9 +160,9 @@ class Channel:
             call = calls.get()
             try:
                 self.call(call)
-            except Exception:  # noqa: BLE001 - the slot stays usable; the listener answers at the deadline
-                with self.lock:
-                    self.calls.pop(call.slot, None)
+            except Exception:  # noqa: BLE001 - a bug in one call: it gets the failure policy, the slot stays usable
+                call.late()
+                self.release(call)
 
     def call(self, call: Call) -> None:
         """Answer one call (the listener answers it at its deadline if this is still running),
@@ -175,7 +176,10 @@ class Channel:
             except OSError as exc:
                 run.say(f"no hook input in slot {call.slot}: {exc}")
             call.payload = run.payload
-            call.deliver(common.answer(run, guard.body, guard.failed))
+            if not run.payload:  # unreadable, empty or not an object: not "no command", a failure
+                call.deliver(guard.failed(run, "the hook input could not be read from its slot"))
+            else:
+                call.deliver(common.answer(run, guard.body, guard.failed))
         finally:
             self.release(call)
 
@@ -185,7 +189,7 @@ class Channel:
         text = json.dumps(out, ensure_ascii=True, separators=(",", ":")) if out else "{}"
         data = f"{pid} {text}\n".encode("ascii")
         try:
-            fd = os.open(self.path(f"r{slot}"), os.O_WRONLY | os.O_NONBLOCK)
+            fd = os.open(self.path(f"r{slot}"), os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             return  # ENXIO: nobody holds the pipe (the caller gave up and exited)
         try:
@@ -209,9 +213,13 @@ class Channel:
         while alive(call.pid):
             time.sleep(step)
             step = min(step * 2, 0.05)
+        with self.lock:  # first: a request for the slot that comes once its lock is gone is taken
+            self.calls.pop(call.slot, None)
+        try:
+            os.unlink(self.path(f"p{call.slot}"))  # the command's text is kept no longer than the call
+        except OSError:
+            pass
         self.unclaim(call.slot, call.pid)
-        with self.lock:
-            del self.calls[call.slot]
 
     def unclaim(self, slot: int, pid: int | None) -> None:
         """Remove slot's claim if `pid` (None: anyone) still holds it."""
@@ -242,7 +250,12 @@ class Channel:
                 self.unclaim(slot, None)
 
     def close(self) -> None:
-        """Remove the folder: a guard.sh that finds no pipe runs the command guard."""
+        """Answer the calls still running with the failure policy, then remove the folder (a
+        guard.sh that finds no pipe runs the command guard)."""
+        with self.lock:
+            running = list(self.calls.values())
+        for call in running:
+            call.late()
         remove(self.folder)
 
 
@@ -269,7 +282,14 @@ def open_channel(data_dir: str, deadline_s: float, argv: list[str] | None = None
 
 
 def remove(folder: str) -> None:
-    """Remove a channel folder (flat: pipes and files), whatever is left of it."""
+    """Remove a channel folder (flat: pipes and files), whatever is left of it; a link in its
+    place is removed, never followed."""
+    if os.path.islink(folder):
+        try:
+            os.unlink(folder)
+        except OSError:
+            pass
+        return
     try:
         names = os.listdir(folder)
     except OSError:

@@ -314,7 +314,7 @@ def announce(data_dir: str | None = None) -> str | None:
             out.write(f"{os.getpid()}\n")
         os.replace(temp, path)
     except OSError:
-        return None  # then the guard's fallback runs the command guard: slower, never open
+        return None  # then hooks/guard.sh finds no server and runs the command guard: slower, never open
     return path
 
 
