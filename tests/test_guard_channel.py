@@ -269,6 +269,25 @@ def test_the_script_knows_every_slot():
     assert line.split("in", 1)[1].split(";")[0].split() == [str(n) for n in range(channel.SLOTS)]
 
 
+def ask_slot0(pipes: channel.Channel, given: bytes) -> dict | None:
+    """guard.sh's side of one call in slot 0, by hand, for a caller that has already exited
+    (so the slot is freed at once): the answer it reads, checked to carry the caller's pid."""
+    dead = int(subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout)
+    (Path(pipes.folder) / "lock0").write_text(f"{dead}\n")
+    (Path(pipes.folder) / "p0").write_bytes(given)
+    answer = os.open(pipes.path("r0"), os.O_RDWR)
+    calls = os.open(pipes.path("calls"), os.O_WRONLY)
+    os.write(calls, f"0 {dead}\n".encode())
+    os.close(calls)
+    line = b""
+    while not line.endswith(b"\n"):
+        line += os.read(answer, 4096)
+    os.close(answer)
+    pid, text = line.decode().split(" ", 1)
+    assert pid == str(dead), line
+    return json.loads(text) or None
+
+
 def test_a_call_still_running_at_the_deadline_gets_the_failure_policy(write_config, tmp_path, monkeypatch):
     """In process: a guard body that hangs; the listener answers its call at the deadline with
     the failure policy (ask), and the slot is freed once the body returns."""
@@ -278,21 +297,10 @@ def test_a_call_still_running_at_the_deadline_gets_the_failure_policy(write_conf
     monkeypatch.setattr(guard, "body", lambda run: time.sleep(1.5) or None)
     pipes = channel.open_channel(str(tmp_path / "hook-servers"), 0.3)
     assert pipes is not None
-    dead = int(subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout)
-    (Path(pipes.folder) / "lock0").write_text(f"{dead}\n")
-    (Path(pipes.folder) / "p0").write_bytes(payload(UNRULED, tmp_path))
-    answer = os.open(pipes.path("r0"), os.O_RDWR)
     t0 = time.monotonic()
-    calls = os.open(pipes.path("calls"), os.O_WRONLY)
-    os.write(calls, f"0 {dead}\n".encode())
-    os.close(calls)
-    line = b""
-    while not line.endswith(b"\n"):
-        line += os.read(answer, 4096)
+    out = ask_slot0(pipes, payload(UNRULED, tmp_path))
     took = time.monotonic() - t0
-    os.close(answer)
-    pid, text = line.decode().split(" ", 1)
-    assert pid == str(dead) and COULD_NOT_JUDGE in reason(json.loads(text)) and 0.25 < took < 1.2, (line, took)
+    assert COULD_NOT_JUDGE in reason(out) and 0.25 < took < 1.2, (out, took)
     end = time.monotonic() + 5
     while (Path(pipes.folder) / "lock0").exists():
         assert time.monotonic() < end, "the slot was not freed after the body returned"
@@ -379,19 +387,8 @@ def test_an_unreadable_input_gets_the_failure_policy_not_silence(write_config, t
     assert pipes is not None
     try:
         for given in (b"", b"{not json", b"[1, 2]"):
-            dead = int(subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout)
             wait_unlocked(Path(pipes.folder))
-            (Path(pipes.folder) / "lock0").write_text(f"{dead}\n")
-            (Path(pipes.folder) / "p0").write_bytes(given)
-            answer = os.open(pipes.path("r0"), os.O_RDWR)
-            calls = os.open(pipes.path("calls"), os.O_WRONLY)
-            os.write(calls, f"0 {dead}\n".encode())
-            os.close(calls)
-            line = b""
-            while not line.endswith(b"\n"):
-                line += os.read(answer, 4096)
-            os.close(answer)
-            assert COULD_NOT_JUDGE in reason(json.loads(line.decode().split(" ", 1)[1])), given
+            assert COULD_NOT_JUDGE in reason(ask_slot0(pipes, given)), given
     finally:
         pipes.close()
 
