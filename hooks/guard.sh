@@ -1,66 +1,66 @@
 #!/bin/sh
-# PreToolUse on Bash: the guard (POSIX sh; no Python while the plugin's hook server runs).
-# Claude Code starts this script and the hook server alike (hooks.json; plugin.json
-# mcpServers.hooks), so $PPID is the same process. While it runs, the server names itself in
-# <plugin data>/hook-servers/<$PPID> and answers through named pipes in hook-servers/<its
-# pid>.d (src/system1_gateway/hooks/channel.py has the protocol): this script claims a slot,
-# hands over the hook input, and prints the one-line answer. Without an answer (the gateway
-# not installed, the server crashed, not connected, every slot busy, nothing within $wait s)
-# it runs the command guard on the same input, so [guard] on_failure still holds.
+# PreToolUse on Bash: the guard. Claude Code starts it (hooks.json) with sh; it runs under bash
+# (for /dev/tcp) and starts no Python while the plugin's hook server runs. Claude Code starts
+# this script and the hook server alike, so $PPID is the same process: the server names itself
+# in <plugin data>/hook-servers/<$PPID> ("<pid> <port> <request key> <answer key>"), and this
+# script hands it the hook input over a loopback connection of its own and reads one coded
+# answer back (src/system1_gateway/hooks/channel.py has the protocol and why). What it prints
+# it builds itself from a closed set (ask, deny, context, nothing), never an "allow" and never
+# a line copied from the server: only the server's reason text goes in, checked to be a JSON
+# string's inside that cannot end its string. Without an answer (the gateway not installed,
+# no bash, the server gone, hung, or not the one named: a wrong key) it runs the command guard
+# on the same input, so [guard] on_failure still holds.
 data="${CLAUDE_PLUGIN_DATA:-}"
-wait=6     # the server answers by its own deadline (4.7 s); past this it is taken as hung
-handed=    # set once stdin has been copied into a slot: the copy is open on fd 4
-lost=      # set when stdin was read but could not be copied: the input is gone
-if [ -n "$data" ] && [ -f "$data/hook-servers/$PPID" ]; then
-  server=
-  read -r server < "$data/hook-servers/$PPID" || :
-  case "$server" in
-    '' | *[!0-9]*) ;;
-    *) pipes="$data/hook-servers/$server.d"
-       if kill -0 "$server" 2>/dev/null && [ -p "$pipes/calls" ]; then
-         umask 077
-         slot=
-         set -C  # a slot is claimed by creating its lock: an exclusive create, one caller each
-         for n in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
-           if { printf '%s\n' "$$" > "$pipes/lock$n"; } 2>/dev/null; then slot=$n; break; fi
-         done
-         set +C
-         # The answer pipe is held before the call, so the answer never waits for a reader.
-         # (`command exec`: a pipe that is gone is a failed open here, not the end of the script.)
-         if [ -n "$slot" ] && { command exec 3<>"$pipes/r$slot"; } 2>/dev/null; then
-           input="$pipes/p$slot"
-           if { while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done > "$input"; } 2>/dev/null \
-              && { command exec 4<"$input"; } 2>/dev/null
-           then
-             handed=1  # fd 4 keeps the copy readable even if the server removes its folder
-             printf '%s %s\n' "$slot" "$$" 1<>"$pipes/calls"
-             (trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # started while the server works
-              sleep "$wait" 3>&- & nap=$!
-              wait "$nap"; printf '\n' >&3) >/dev/null 2>&1 </dev/null &
-             watchdog=$!
-             while IFS= read -r answer <&3; do
-               case "$answer" in
-                 "$$ "*) kill "$watchdog" 2>/dev/null; printf '%s\n' "${answer#* }"; exit 0 ;;
-                 '') break ;;  # the watchdog's empty line: no answer in time
-               esac  # otherwise an answer to an earlier caller of this slot that gave up: not ours
-             done
-             kill "$watchdog" 2>/dev/null
-           else
-             lost=1  # the copy failed, and stdin may be partly read: only the failure policy is left
-           fi
-           exec 3>&-
-         fi
-       fi ;;
-  esac
-fi
 python="$data/venv/bin/python"
 if [ -x "$data/venv/Scripts/python.exe" ]; then  # Windows (Git Bash)
   python="$data/venv/Scripts/python.exe"
 fi
-if [ -n "$handed" ]; then
-  exec "$python" -I -m system1_gateway.hooks.guard "$@" <&4
+if [ -z "${BASH_VERSION:-}" ]; then
+  if command -v bash >/dev/null 2>&1; then exec bash "$0" "$@"; fi
+  exec "$python" -I -m system1_gateway.hooks.guard "$@"
 fi
-if [ -n "$lost" ]; then
-  exec "$python" -I -m system1_gateway.hooks.guard --input-lost "$@" < /dev/null
+export LC_ALL=C  # bytes: ${#input} is what goes on the wire, and patterns match bytes
+wait=6  # the server answers by its own deadline (4.7 s); past this it is taken as hung
+IFS= read -r -d '' input  # the whole hook input (JSON: no NUL); kept for the command guard
+server= port= ask= key= rest=
+if [ -n "$data" ] && [ -f "$data/hook-servers/$PPID" ]; then
+  read -r server port ask key rest < "$data/hook-servers/$PPID" || :
 fi
-exec "$python" -I -m system1_gateway.hooks.guard "$@"
+answer=
+case "$server:$port:$ask:$key" in
+  *[!0-9a-f:]* | :* | *::* | *:) ;;  # not a line the server wrote
+  *)
+    if kill -0 "$server" 2>/dev/null; then  # alive and ours (another user's pid: EPERM)
+      # The exchange runs in a child, so a connect or write that blocks (a flooded or stopped
+      # server) costs $wait at most: `read -t` bounds it. The pipe from it is anonymous.
+      exec 5< <(
+        exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 0
+        printf '%s %s\n%s' "$ask" "${#input}" "$input" >&3 || exit 0
+        IFS= read -r line <&3 && printf '%s\n' "$line"
+      ) 2>/dev/null
+      child=$!
+      IFS= read -r -t "$wait" answer <&5 || answer=
+      exec 5<&-
+      kill "$child" 2>/dev/null
+    fi ;;
+esac
+case "$answer" in
+  "$key "*)
+    answer="${answer#"$key "}"
+    code="${answer%% *}" text="${answer#* }"
+    case "$text" in
+      *'"'* | *[!\ -~]* | *'\' | *'\'[!u]*) code= ;;  # could end its string: not the server's
+    esac
+    case "$code" in
+      none) printf '{}\n'; exit 0 ;;
+      ask | deny)
+        printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"%s","permissionDecisionReason":"%s"}}\n' \
+          "$code" "$text"
+        exit 0 ;;
+      context)
+        printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"%s"}}\n' "$text"
+        exit 0 ;;
+    esac ;;
+esac
+printf '%s' "$input" | "$python" -I -m system1_gateway.hooks.guard "$@"
+exit $?

@@ -313,7 +313,7 @@ def test_the_guard_asks_before_rm_rf_and_the_command_does_not_run(cc):
         out = cc.prompt(api, "Clean the build directory of this project so the next build starts fresh", "Bash")
     assert (build / "artifact.bin").exists(), "the destructive command ran"
     guard = guard_entries(cc, "rm -rf ./build")
-    # judged once: by the hook server, which guard.sh asked through its pipes
+    # judged once: by the hook server, which guard.sh asked over its socket
     assert len(guard) == before + 1, guard
     assert guard[-1]["asked"] is True and guard[-1]["features"]["destructive"]["answer"] is True
     result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]

@@ -1,38 +1,58 @@
-"""The guard's channel: hooks/guard.sh asks the plugin's hook server through named pipes.
+"""The guard's channel: hooks/guard.sh asks the plugin's hook server over loopback TCP.
 
 Why not an `mcp_tool` call: such a call fails open when its server is absent (not installed,
-crashed, not yet connected, hung), so the guard needed a command handler beside it, and that
-fallback could only check that the server process was alive: a server alive but hung let the
-call pass. One `command` handler, a POSIX sh script that
-hands the hook input to this warm process and prints its answer, asks the process itself: no
-answer, and it runs the command guard on the same input. Through the real CLI it costs a Bash
-call what the pair did (docs/claude-code.md, "Hook handlers").
+crashed, not yet connected, hung). One `command` handler, a shell script that hands the hook
+input to this warm process and prints its answer, asks the process itself: no answer, and it
+runs the command guard on the same input.
 
-The folder `<plugin data>/hook-servers/<this server's pid>.d` (0700, made fresh by `open_channel`):
+Why TCP on loopback, and what authenticates an answer. The answer must come from this server
+and from nothing else: a hook's "allow" skips Claude Code's permission prompt, and silence on a
+destructive command lets it run. Named pipes in the plugin data folder (the channel before)
+could be written by any process of the user, even one in Claude Code's sandbox, where the
+folder is mounted read-only but a FIFO stays writable (security review 2026-12-06, H-1).
+Here each call is its own TCP connection that guard.sh makes (bash's `/dev/tcp`), and the
+answer comes back on that connection:
+  * a sandboxed command cannot reach it: on Linux the sandbox has its own network namespace
+    (its 127.0.0.1 is not ours) and its own pid namespace (it cannot see guard.sh's sockets in
+    /proc); on macOS its Seatbelt profile lets it connect only to the sandbox's proxy ports.
+    Even where it could connect (a proxy told to allow localhost), it can only ask questions:
+    it cannot write into another caller's connection, nor take the port while we hold it;
+  * another user can connect but holds neither key, so it is closed at once, and it cannot
+    make guard.sh talk to its own listener while this server is alive (guard.sh checks the pid;
+    the port is ours until we exit);
+  * an unconfined process of the same user can read the keys (as it can rewrite Claude Code's
+    settings); what it can still do is said in docs/guard.md. Even then nothing it answers can
+    become an "allow": guard.sh prints only answers it builds itself from a closed set.
 
-  calls      FIFO read here: one line per call, "<slot> <pid>" (a few bytes: one atomic write)
-  lock<N>    slot N's claim: guard.sh creates it exclusively (sh `set -C`) holding its pid; it is
-             removed here once that pid has exited, or by the sweep when its owner died before
-             calling
-  p<N>       slot N's hook input, as Claude Code wrote it on guard.sh's stdin
-  r<N>       slot N's answer FIFO: one line "<pid> <hook output as one JSON line>". guard.sh
-             holds it open (read-write) before it calls, so the answer never waits for a reader,
-             and skips a line for another pid (an answer that came after its caller gave up)
+The announce file `<plugin data>/hook-servers/<Claude Code's pid>` (0600, in a 0700 folder)
+holds one line, `<server pid> <port> <request key> <answer key>`, both keys fresh per start.
+One call, one connection:
 
-Every call is answered by the server's deadline or when it stops (silence, or the failure
-policy: the guard asks); an input that cannot be read is a failure, not "no command". guard.sh
-waits somewhat longer (its `wait`) before it runs the command guard itself, so a
-hung or crashed server costs that wait, never the check. The hook input is hostile data: it is
-parsed as the command path parses stdin, and nothing from it names a path here (the slot and
-pid are checked digits).
+  guard.sh -> server   "<request key> <n>\\n" then the n bytes of hook input
+  server -> guard.sh   "<answer key> <code> <text>\\n", code one of:
+                         none     say nothing
+                         ask      permissionDecision "ask", reason <text>
+                         deny     permissionDecision "deny" (auto mode), reason <text>
+                         context  additionalContext <text> (auto mode below the deny bar)
+                       <text> is a JSON string's inside in printable ASCII with no `"` and no
+                       `\\` but in `\\uXXXX` escapes: it cannot end the string it is put in.
+
+A connection that has not sent a well-formed request with the request key within REQUEST_S
+is closed; past MAX_WAITING such connections the one waiting longest is closed, so a flood
+cannot shut the owner out. Every call is answered by the server's deadline (its body, or the
+failure policy: the guard asks); guard.sh waits somewhat longer before it runs the command
+guard itself, so a hung or crashed server costs that wait, never the check. The hook input is
+hostile data: it is parsed as the command path parses stdin, and nothing from it names a path.
 """
 
 from __future__ import annotations
 
-import json
+import hmac
+import io
 import os
 import queue
-import select
+import selectors
+import socket
 import threading
 import time
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
@@ -41,15 +61,14 @@ if TYPE_CHECKING:
 
 from . import common, guard
 
-SLOTS = 16  # calls at once (parallel Bash calls); past them guard.sh runs the command guard
-MAX_REQUEST = 64  # bytes of a "<slot> <pid>" line; a longer run without a newline is dropped
-SWEEP_S = 5.0  # how often claims whose owner is gone are looked for
-CLAIM_GRACE_S = 10.0  # a claim still without its pid after this long is abandoned
-WRITE_S = 1.0  # how long an answer may wait for room in its pipe
-
-
-def folder_of(data_dir: str, pid: int) -> str:
-    return os.path.join(data_dir, f"{pid}.d")
+WORKERS = 16  # calls judged at once (parallel Bash calls); more wait for a worker, within the deadline
+BACKLOG = 4096  # the kernel caps it (somaxconn); a full backlog would stall guard.sh's connect
+REQUEST_S = 2.0  # a caller sends its request at once; a connection silent this long is closed
+MAX_WAITING = 256  # connections not yet holding a whole request; past it the oldest is closed
+MAX_HEADER = 128  # bytes of "<request key> <n>\n"
+WRITE_S = 1.0  # how long an answer may wait for room in the connection
+MAX_TEXT = 1000  # characters of an answer's text before escaping (a reason is a few hundred)
+CODES = {"ask": "ask", "deny": "deny"}  # permissionDecision -> code
 
 
 def alive(pid: int) -> bool:
@@ -58,16 +77,48 @@ def alive(pid: int) -> bool:
     except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
-        return False  # another user's process now: not the caller that claimed the slot
+        return False  # another user's process: not ours
     return True
+
+
+def escaped(text: str) -> str:
+    """`text` as the inside of a JSON string that cannot end its string: printable ASCII kept,
+    everything else (`"`, `\\`, controls, non-ASCII) as `\\uXXXX` (UTF-16, as JSON has it)."""
+    out = []
+    for char in text[:MAX_TEXT]:
+        code = ord(char)
+        if 32 <= code < 127 and char not in '"\\':
+            out.append(char)
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+    return "".join(out)
+
+
+def coded(out: dict[str, Any] | None) -> str:
+    """The hook output as "<code> <text>" (see the module's docstring). An output of another
+    shape is a bug here: it is answered as a failure (the guard asks), never passed on."""
+    if not out:
+        return "none "
+    spec = out.get("hookSpecificOutput") if isinstance(out, dict) else None
+    if isinstance(spec, dict) and set(out) == {"hookSpecificOutput"}:
+        decision, reason = spec.get("permissionDecision"), spec.get("permissionDecisionReason")
+        if decision in CODES and isinstance(reason, str) and "additionalContext" not in spec:
+            return f"{CODES[decision]} {escaped(reason)}"
+        note = spec.get("additionalContext")
+        if decision is None and isinstance(note, str):
+            return f"context {escaped(note)}"
+    return "ask " + escaped("System-1 guard could not judge this command (the hook server gave an answer "
+                            "of unknown shape); confirm it yourself, or run /system1:doctor.")
 
 
 class Call:
     """One guard call: answered once, by its body or, at its deadline, by the failure policy."""
 
-    def __init__(self, channel: Channel, slot: int, pid: int):
-        self.channel, self.slot, self.pid = channel, slot, pid
-        self.due = time.monotonic() + channel.deadline_s
+    def __init__(self, channel: Channel, conn: socket.socket, given: bytes, due: float):
+        self.channel, self.conn, self.given, self.due = channel, conn, given, due
         self.payload: dict[str, Any] = {}
         self.lock, self.sent = threading.Lock(), False
 
@@ -76,7 +127,14 @@ class Call:
             if self.sent:
                 return
             self.sent = True
-        self.channel.answer(self.slot, self.pid, out)
+        line = f"{self.channel.answer_key} {coded(out)}\n".encode("ascii")
+        try:
+            self.conn.settimeout(WRITE_S)
+            self.conn.sendall(line)
+        except OSError:
+            pass  # the caller gave up (and runs the command guard): nothing is lost
+        finally:
+            self.conn.close()
 
     def late(self) -> None:
         try:
@@ -86,20 +144,43 @@ class Call:
         self.deliver(out)
 
 
+class Waiting:
+    """A connection that has not yet sent its whole request."""
+
+    def __init__(self, conn: socket.socket, now: float):
+        self.conn, self.since, self.data, self.size = conn, now, b"", -1
+
+
 class Channel:
-    """One server's pipes: a listener thread reads `calls` and keeps the deadlines; each slot
-    has a worker thread of its own (started on the slot's first call), so a call starts no
-    thread (≈ 0.2 ms each on this machine, a third of a call's time here)."""
+    """One server's listener. A thread accepts and reads requests (non-blocking, so no caller
+    can hold it) and keeps the deadlines; a pool of worker threads judges the calls (a call
+    starts no thread: ≈ 0.2 ms each on this machine)."""
 
-    def __init__(self, folder: str, deadline_s: float, argv: list[str] | None = None):
-        self.folder, self.deadline_s, self.argv = folder, deadline_s, argv
+    def __init__(self, deadline_s: float, argv: list[str] | None = None):
+        import secrets  # only here: the keys (secrets imports hashlib)
+
+        self.deadline_s, self.argv = deadline_s, argv
+        self.request_key, self.answer_key = secrets.token_hex(16), secrets.token_hex(16)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            self.sock.bind(("127.0.0.1", 0))
+            self.sock.listen(BACKLOG)
+            self.sock.setblocking(False)
+        except OSError:
+            self.sock.close()
+            raise
+        self.port = self.sock.getsockname()[1]
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.sock, selectors.EVENT_READ)
+        self.waiting: dict[socket.socket, Waiting] = {}  # insertion order: the oldest first
         self.lock = threading.Lock()
-        self.calls: dict[int, Call] = {}  # slot -> its call in flight (until its caller exited)
-        self.workers: dict[int, queue.SimpleQueue[Call]] = {}
-        self.fd = os.open(self.path("calls"), os.O_RDWR)  # our own writer too: never EOF, never blocks
+        self.calls: list[Call] = []  # in flight: answered by the listener at their deadline if need be
+        self.jobs: queue.SimpleQueue[Call | None] = queue.SimpleQueue()
+        self.workers, self.idle, self.stopped = 0, 0, False
 
-    def path(self, name: str) -> str:
-        return os.path.join(self.folder, name)
+    def line(self) -> str:
+        """The announce file's line (see the module's docstring)."""
+        return f"{os.getpid()} {self.port} {self.request_key} {self.answer_key}"
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.listen, name="guard-channel", daemon=True)
@@ -107,212 +188,154 @@ class Channel:
         return thread
 
     def listen(self) -> None:
-        pending, swept = b"", time.monotonic()
-        while True:
+        while not self.stopped:
             try:
-                pending, swept = self.turn(pending, swept)
+                self.turn()
             except Exception:  # noqa: BLE001 - a bug here must not end the channel: every later call would wait 6 s
                 time.sleep(0.01)
 
-    def turn(self, pending: bytes, swept: float) -> tuple[bytes, float]:
-        """One turn of the listener: answer overdue calls, read requests, now and then sweep."""
+    def turn(self) -> None:
+        """One turn: answer overdue calls, accept and read, close what waited too long."""
         now = time.monotonic()
         with self.lock:
-            waiting = [c for c in self.calls.values() if not c.sent]
-        overdue = [c for c in waiting if c.due <= now]
-        for call in overdue:
-            call.late()
-        wake = min([c.due for c in waiting if c.due > now], default=now + SWEEP_S)
-        ready, _, _ = select.select([self.fd], [], [], max(min(wake, swept + SWEEP_S) - now, 0.001))
-        if ready:
-            pending += os.read(self.fd, 4096)
-            *lines, pending = pending.split(b"\n")
-            if len(pending) > MAX_REQUEST:
-                pending = b""
-            for line in lines:
-                self.take(line)
-        if time.monotonic() - swept >= SWEEP_S:
-            self.sweep()
-            swept = time.monotonic()
-        return pending, swept
+            self.calls = [c for c in self.calls if not c.sent]
+            calls = list(self.calls)
+        for call in calls:
+            if call.due <= now:
+                call.late()
+        wake = min([c.due for c in calls if c.due > now] + [w.since + REQUEST_S for w in self.waiting.values()],
+                   default=now + 1.0)
+        for key, _ in self.selector.select(max(min(wake - now, 1.0), 0.001)):
+            if key.fileobj is self.sock:
+                self.accept()
+            else:
+                self.receive(key.fileobj)  # type: ignore[arg-type]
+        now = time.monotonic()
+        for conn, waiting in list(self.waiting.items()):
+            if waiting.since + REQUEST_S > now:
+                break  # the rest came later
+            self.drop(conn)
 
-    def take(self, line: bytes) -> None:
-        """Hand the call a request line names to its slot's worker, if the line is well formed
-        and the slot has no call in flight."""
-        words = line.split()
-        if len(line) > MAX_REQUEST or len(words) != 2 or not all(w.isdigit() for w in words):
-            return
-        slot, pid = int(words[0]), int(words[1])
-        if slot >= SLOTS or not 1 < pid < 1 << 31:
-            return
-        with self.lock:
-            if slot in self.calls:
-                return
-            call = self.calls[slot] = Call(self, slot, pid)
-            worker = self.workers.get(slot)
-            if worker is None:
-                worker = self.workers[slot] = queue.SimpleQueue()
-                threading.Thread(target=self.work, args=(worker,), name=f"guard-slot-{slot}", daemon=True).start()
-        worker.put(call)
-
-    def work(self, calls: queue.SimpleQueue[Call]) -> None:
+    def accept(self) -> None:
         while True:
-            call = calls.get()
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # out of descriptors: make room, the caller's connect waits in the backlog
+                if self.waiting:
+                    self.drop(next(iter(self.waiting)))
+                return
+            conn.setblocking(False)
+            if len(self.waiting) >= MAX_WAITING:
+                self.drop(next(iter(self.waiting)))  # the longest waiting, not the newcomer
+            self.waiting[conn] = Waiting(conn, time.monotonic())
+            self.selector.register(conn, selectors.EVENT_READ)
+
+    def receive(self, conn: socket.socket) -> None:
+        waiting = self.waiting.get(conn)
+        if waiting is None:
+            return
+        try:
+            data = conn.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.drop(conn)
+            return
+        waiting.data += data
+        if waiting.size < 0:
+            head, newline, rest = waiting.data.partition(b"\n")
+            if not newline:
+                if len(head) > MAX_HEADER:
+                    self.drop(conn)
+                return
+            words = head.split()
+            if (len(head) > MAX_HEADER or len(words) != 2 or not words[1].isdigit()
+                    or not hmac.compare_digest(words[0], self.request_key.encode())
+                    or int(words[1]) > common.MAX_PAYLOAD_BYTES):
+                self.drop(conn)  # not our caller (or not a request): nothing is answered
+                return
+            waiting.size, waiting.data = int(words[1]), rest
+        if len(waiting.data) >= waiting.size:
+            self.selector.unregister(conn)
+            del self.waiting[conn]
+            conn.setblocking(True)
+            call = Call(self, conn, waiting.data[:waiting.size], waiting.since + self.deadline_s)
+            self.dispatch(call)
+
+    def drop(self, conn: socket.socket) -> None:
+        self.waiting.pop(conn, None)
+        try:
+            self.selector.unregister(conn)
+        except (KeyError, ValueError):
+            pass
+        conn.close()
+
+    def dispatch(self, call: Call) -> None:
+        with self.lock:
+            self.calls.append(call)
+            grow = self.idle == 0 and self.workers < WORKERS
+            if grow:
+                self.workers += 1
+        if grow:
+            threading.Thread(target=self.work, name=f"guard-worker-{self.workers}", daemon=True).start()
+        self.jobs.put(call)
+
+    def work(self) -> None:
+        while True:
+            with self.lock:
+                self.idle += 1
+            call = self.jobs.get()
+            with self.lock:
+                self.idle -= 1
+            if call is None:
+                return
             try:
                 self.call(call)
-            except Exception:  # noqa: BLE001 - a bug in one call: it gets the failure policy, the slot stays usable
+            except Exception:  # noqa: BLE001 - a bug in one call: it gets the failure policy, the worker lives on
                 call.late()
-                self.release(call)
 
     def call(self, call: Call) -> None:
-        """Answer one call (the listener answers it at its deadline if this is still running),
-        then free its slot once its caller has exited."""
+        """Answer one call (the listener answers it at its deadline if this is still running)."""
+        if call.sent:
+            return  # answered at its deadline while it waited for a worker
         run = common.Run("guard", self.argv, payload={})
-        try:
-            try:
-                fd = os.open(self.path(f"p{call.slot}"), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-                with os.fdopen(fd, "rb") as given:
-                    run.read(given)
-            except OSError as exc:
-                run.say(f"no hook input in slot {call.slot}: {exc}")
-            call.payload = run.payload
-            if not run.payload:  # unreadable, empty or not an object: not "no command", a failure
-                call.deliver(guard.failed(run, "the hook input could not be read from its slot"))
-            else:
-                call.deliver(common.answer(run, guard.body, guard.failed))
-        finally:
-            self.release(call)
-
-    def answer(self, slot: int, pid: int, out: dict[str, Any] | None) -> None:
-        """Write the answer line into the slot's pipe; a caller no longer reading loses nothing."""
-        # ASCII escapes: one line, whatever the command held (a lone surrogate cannot be UTF-8)
-        text = json.dumps(out, ensure_ascii=True, separators=(",", ":")) if out else "{}"
-        data = f"{pid} {text}\n".encode("ascii")
-        try:
-            fd = os.open(self.path(f"r{slot}"), os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            return  # ENXIO: nobody holds the pipe (the caller gave up and exited)
-        try:
-            end = time.monotonic() + WRITE_S
-            while data:
-                try:
-                    data = data[os.write(fd, data):]
-                except BlockingIOError:
-                    if time.monotonic() > end:
-                        return
-                    time.sleep(0.001)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-    def release(self, call: Call) -> None:
-        """Free the call's slot once its caller has exited (it may still be reading, or running
-        the command guard on this slot's input after giving up on us)."""
-        step = 0.001
-        while alive(call.pid):
-            time.sleep(step)
-            step = min(step * 2, 0.05)
-        with self.lock:  # first: a request for the slot that comes once its lock is gone is taken
-            self.calls.pop(call.slot, None)
-        try:
-            os.unlink(self.path(f"p{call.slot}"))  # the command's text is kept no longer than the call
-        except OSError:
-            pass
-        self.unclaim(call.slot, call.pid)
-
-    def unclaim(self, slot: int, pid: int | None) -> None:
-        """Remove slot's claim if `pid` (None: anyone) still holds it."""
-        lock = self.path(f"lock{slot}")
-        try:
-            with open(lock) as claim:
-                holder = claim.read().strip()
-            if pid is None or holder == str(pid):
-                os.unlink(lock)
-        except OSError:
-            pass
-
-    def sweep(self) -> None:
-        """Remove claims whose owner is gone without a call here (killed before it called)."""
-        now = time.time()
-        for slot in range(SLOTS):
-            with self.lock:
-                if slot in self.calls:
-                    continue
-            lock = self.path(f"lock{slot}")
-            try:
-                with open(lock) as claim:
-                    holder = claim.read().strip()
-                age = now - os.stat(lock).st_mtime
-            except OSError:
-                continue
-            if (holder.isdigit() and not alive(int(holder))) or (not holder.isdigit() and age > CLAIM_GRACE_S):
-                self.unclaim(slot, None)
+        run.read(io.BytesIO(call.given))
+        call.payload = run.payload
+        if not run.payload:  # unreadable, empty or not an object: not "no command", a failure
+            call.deliver(guard.failed(run, "the hook input could not be read"))
+        else:
+            call.deliver(common.answer(run, guard.body, guard.failed))
 
     def close(self) -> None:
-        """Answer the calls still running with the failure policy, then remove the folder (a
-        guard.sh that finds no pipe runs the command guard)."""
+        """Stop listening (a guard.sh that connects from now on runs the command guard), then
+        answer the calls still running with the failure policy."""
+        self.stopped = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
         with self.lock:
-            running = list(self.calls.values())
+            running = list(self.calls)
+            workers = self.workers
         for call in running:
             call.late()
-        remove(self.folder)
+        for _ in range(workers):
+            self.jobs.put(None)
 
 
-def open_channel(data_dir: str, deadline_s: float, argv: list[str] | None = None) -> Channel | None:
-    """This server's channel under `data_dir` (`<plugin data>/hook-servers`), answering; None
-    where there are no named pipes (Windows) or the folder cannot be made: then guard.sh runs
-    the command guard, slower and as safe."""
-    if not hasattr(os, "mkfifo") or not data_dir or not os.path.isabs(data_dir):
+def open_channel(deadline_s: float, argv: list[str] | None = None) -> Channel | None:
+    """This server's channel, listening; None where guard.sh cannot use it (Windows: its pids
+    are not the ones Git Bash sees) or the socket cannot be made: then guard.sh runs the command
+    guard, slower and as safe."""
+    if os.name == "nt":
         return None
-    sweep_dead(data_dir)
-    folder = folder_of(data_dir, os.getpid())
     try:
-        os.makedirs(data_dir, mode=0o700, exist_ok=True)
-        remove(folder)  # an earlier process's of this pid
-        os.mkdir(folder, 0o700)
-        for name in ["calls", *(f"r{slot}" for slot in range(SLOTS))]:
-            os.mkfifo(os.path.join(folder, name), 0o600)
-        channel = Channel(folder, deadline_s, argv)
+        channel = Channel(deadline_s, argv)
     except OSError:
-        remove(folder)
         return None
     channel.start()
     return channel
-
-
-def remove(folder: str) -> None:
-    """Remove a channel folder (flat: pipes and files), whatever is left of it; a link in its
-    place is removed, never followed."""
-    if os.path.islink(folder):
-        try:
-            os.unlink(folder)
-        except OSError:
-            pass
-        return
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    for name in names:
-        try:
-            os.unlink(os.path.join(folder, name))
-        except OSError:
-            pass
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass
-
-
-def sweep_dead(data_dir: str) -> None:
-    """Remove the folders of servers that are gone (a crash leaves its pipes behind)."""
-    try:
-        names = os.listdir(data_dir)
-    except OSError:
-        return
-    for name in names:
-        pid = name[:-2]
-        if name.endswith(".d") and pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
-            remove(os.path.join(data_dir, name))
-

@@ -190,11 +190,5 @@ def _reason(answer: dict[str, Any], default: str = "the engine abstained") -> st
     return why[:300] if isinstance(why, str) and why else default
 
 
-def lost(run: Run) -> dict[str, Any] | None:
-    """`--input-lost`: hooks/guard.sh read the hook input but could not hand it over (a full
-    disk): there is no command to judge, so the failure policy answers."""
-    return failed(run, "the hook input could not be handed over")
-
-
 if __name__ == "__main__":
-    sys.exit(common.main("guard", lost if "--input-lost" in sys.argv[1:] else body, on_crash=failed))
+    sys.exit(common.main("guard", body, on_crash=failed))

@@ -4,7 +4,7 @@
 
 Claude Code starts this stdio MCP server with the plugin (`plugin:system1:hooks`) and keeps it
 connected; `hooks/hooks.json` calls its tools `route` and `agent` (`mcp_tool` hooks), and the
-guard's command, hooks/guard.sh, asks it through named pipes (channel.py), instead of starting
+guard's command, hooks/guard.sh, asks it over loopback TCP (channel.py), instead of starting
 a Python process per prompt, spawn or Bash call (≈ 30 ms each: interpreter start and imports).
 The `guard` tool answers the same as an `mcp_tool` call (benchmarks/hook_handlers.py measures
 it); it is not shipped, as such a call fails open when this server is absent.
@@ -23,8 +23,8 @@ What a call costs the user is what it makes Claude Code wait for, so:
   * every call is answered by CALL_DEADLINE_S whatever its body does: silence, or for the
     guard its failure policy (it asks);
   * while it runs, the server names itself in `<plugin data>/hook-servers/<Claude Code's pid>`
-    (`announce`) and keeps the guard's pipes in `hook-servers/<its pid>.d`, so hooks/guard.sh
-    finds this process and starts no Python; when the server is absent (not installed, crashed,
+    (`announce`: its pid, the guard channel's port and keys), so hooks/guard.sh finds this
+    process and starts no Python; when the server is absent (not installed, crashed,
     not connected) or gives no answer in time, guard.sh runs the command guard and its failure
     policy holds.
 
@@ -70,7 +70,7 @@ CALL_DEADLINE_S = 4.7
 MAX_CALLS = 32  # calls running at once; past it a call is answered at once as a late one
 AFTER_REPLY_S = 0.25  # a hook answered early works this long after its reply (see above)
 SILENCE = "{}"
-ALIVE_DIR = "hook-servers"  # under the plugin's data folder: read by hooks/guard.sh
+ALIVE_DIR = "hook-servers"  # under the plugin's data folder: read by hooks/guard.sh (0700)
 
 HOOKS: dict[str, Any] = {  # tool name -> (body, on_crash): exactly what each command hook runs
     "route": (route.body, None),
@@ -289,8 +289,8 @@ def _read(stdin: BinaryIO, wire: Wire, calls: list[threading.Thread], argv: list
 
 
 def alive_dir(data_dir: str | None = None) -> str | None:
-    """`<plugin data>/hook-servers`: where this server names itself and keeps the guard's
-    pipes (channel.py); None without a plugin data folder. `data_dir`: the plugin's data folder
+    """`<plugin data>/hook-servers`: where this server names itself and the guard channel's
+    port and keys (channel.py); None without a plugin data folder. `data_dir`: the plugin's data folder
     (default CLAUDE_PLUGIN_DATA)."""
     data = os.environ.get("CLAUDE_PLUGIN_DATA", "") if data_dir is None else data_dir
     if not data or not os.path.isabs(data):
@@ -298,20 +298,22 @@ def alive_dir(data_dir: str | None = None) -> str | None:
     return os.path.join(data, ALIVE_DIR)
 
 
-def announce(data_dir: str | None = None) -> str | None:
+def announce(data_dir: str | None = None, pipes: channel.Channel | None = None) -> str | None:
     """Name this server as the one answering the guard of the Claude Code process that started
-    it: `<data_dir>/hook-servers/<parent pid>` holds this process's pid (hooks/guard.sh reads it).
-    `data_dir`: the plugin's data folder (CLAUDE_PLUGIN_DATA); None when there is none."""
+    it: `<data_dir>/hook-servers/<parent pid>` (0600) holds this process's pid and, with the
+    guard's channel, its port and keys (channel.py; hooks/guard.sh reads it). `data_dir`: the
+    plugin's data folder (CLAUDE_PLUGIN_DATA); None when there is none."""
     folder = alive_dir(data_dir)
     if folder is None:
         return None
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
+        os.chmod(folder, 0o700)  # the keys are in it: whatever made it first
         path = os.path.join(folder, str(os.getppid()))
         temp = f"{path}.{os.getpid()}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "w") as out:
-            out.write(f"{os.getpid()}\n")
+            out.write(f"{pipes.line() if pipes is not None else os.getpid()}\n")
         os.replace(temp, path)
     except OSError:
         return None  # then hooks/guard.sh finds no server and runs the command guard: slower, never open
@@ -324,7 +326,7 @@ def withdraw(path: str | None) -> None:
         return
     try:
         with open(path) as named:
-            mine = named.read().strip() == str(os.getpid())
+            mine = named.read().split(" ", 1)[0].strip() == str(os.getpid())
         if mine:
             os.unlink(path)
     except OSError:
@@ -359,16 +361,15 @@ def main() -> int:
     sys.stdout = sys.stderr  # a print() in the user's rule must not write into the JSON-RPC stream
     if hasattr(signal, "SIGTERM"):
         signal.signal(signal.SIGTERM, _stop)  # as SIGINT: finish the running calls, then exit
-    folder = alive_dir()
-    pipes = channel.open_channel(folder, CALL_DEADLINE_S, sys.argv[1:]) if folder else None
-    named = announce()
+    guard_channel = channel.open_channel(CALL_DEADLINE_S, sys.argv[1:]) if alive_dir() else None
+    named = announce(pipes=guard_channel)
     warm_rules()
     try:
         serve(sys.stdin.buffer, wire, sys.argv[1:])
     finally:
         withdraw(named)  # first: a guard.sh from now on runs the command guard
-        if pipes is not None:
-            pipes.close()
+        if guard_channel is not None:
+            guard_channel.close()
     return 0
 
 
