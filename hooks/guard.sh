@@ -15,8 +15,8 @@ python="$data/venv/bin/python"
 if [ -x "$data/venv/Scripts/python.exe" ]; then  # Windows (Git Bash)
   python="$data/venv/Scripts/python.exe"
 fi
-if [ -z "${BASH_VERSION:-}" ]; then
-  if command -v bash >/dev/null 2>&1; then exec bash "$0" "$@"; fi
+if [ -z "${BASH_VERSION:-}" ]; then  # -p: no $BASH_ENV, no functions from the environment
+  if command -v bash >/dev/null 2>&1; then exec bash -p "$0" "$@"; fi
   exec "$python" -I -m system1_gateway.hooks.guard "$@"
 fi
 export LC_ALL=C  # bytes: ${#input} is what goes on the wire, and patterns match bytes
