@@ -15,8 +15,8 @@ session fed prompts one at a time over `--input-format stream-json`, with the pl
              interpolated from an environment variable (`allowedEnvVars`)
   mcp_tool   route and guard as `mcp_tool` calls to the plugin's own hook server (hooks/serve.py)
   shipped    the UserPromptSubmit and Bash entries of hooks/hooks.json as shipped: route as an
-             `mcp_tool` call, the guard as one command, hooks/guard.sh (POSIX sh), which asks
-             the same hook server through named pipes (hooks/channel.py)
+             `mcp_tool` call, the guard as one command, hooks/guard.sh (sh, then bash), which
+             asks the same hook server over loopback (hooks/channel.py)
 
   mcp_pair   the guard as shipped before 2026-12-06: its `mcp_tool` call and, beside it, a
              command that exits at once (what the earlier hooks/guard.sh did while the server
