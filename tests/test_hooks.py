@@ -407,6 +407,34 @@ def test_guard_failure_policy_when_the_engine_is_down(write_config, tmp_path, st
     assert (out["hookSpecificOutput"]["permissionDecision"] if out else None) == expected, err
 
 
+@pytest.mark.parametrize("text, asks", [
+    ('[guard]\nenabled = true\nmin_confidence = 2\n', True),  # an invalid value
+    ('[guard]\nenabled = true\n[routing\n', True),  # not TOML, and it names the guard table
+    ('[routing]\nmode = "act"\n[guard]\nenabled = true\n', True),  # another table's problem
+    ('[guard]\nenabled = false\nmin_confidence = 2\n', False),  # invalid, but surely off
+    ('[routing]\nenabled = true\nx = [\n', False),  # not TOML, and no guard named
+    ('[guard]\nenabled = true\non_failure = "open"\nbudget_s = 9\n', False),  # its own failure policy
+])
+def test_a_broken_config_does_not_turn_the_guard_off(write_config, tmp_path, text, asks):
+    """L-4: an invalid config falls back to the defaults, where the guard is off: `rm -rf ~` went
+    through in silence. Where the guard may be on, the failure policy applies, and the ask says
+    why at length once per session."""
+    path = write_config(text)
+    payload = {"session_id": "s1", "tool_input": {"command": "rm -rf ~"}}
+    code, out, err = hook("guard", payload, "--explain")
+    decision = out["hookSpecificOutput"] if out else {}
+    assert code == 0 and (decision.get("permissionDecision") == "ask") == asks, err
+    if not asks:
+        return
+    assert decision["permissionDecisionReason"].startswith(f"System-1 guard: the config file is invalid, so no "
+                                                           f"command can be judged: {path}: "), decision
+    again = hook("guard", payload)[1]["hookSpecificOutput"]
+    assert again["permissionDecision"] == "ask" and "still invalid" in again["permissionDecisionReason"]
+    other = hook("guard", {**payload, "session_id": "s2"})[1]["hookSpecificOutput"]["permissionDecisionReason"]
+    assert other == decision["permissionDecisionReason"]
+    assert hook("guard", {**payload, "permission_mode": "auto"})[1] is None  # the classifier reviews it
+
+
 # Claude Code's auto mode: its classifier reviews every call and a hook's "ask" would force a
 # prompt there, so the guard denies only at the auto bar and otherwise passes what it read.
 def test_guard_in_auto_mode_denies_only_at_the_high_bar(write_config, tmp_path, start_daemon):
