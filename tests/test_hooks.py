@@ -27,12 +27,12 @@ LONG = "Explain how the retry logic in src/net/client.py decides when to give up
 HINT = "System-1 routing hint:"
 
 
-def hook(name: str, payload, *args: str, env: dict[str, str] | None = None, timeout: float = 30):
-    """(exit code, parsed stdout or None, stderr) of one hook run."""
+def hook(name: str, payload, *args: str, env: dict[str, str] | None = None, timeout: float = 30, cwd=None):
+    """(exit code, parsed stdout or None, stderr) of one hook run (in `cwd`: the repository)."""
     raw = payload if isinstance(payload, (str, bytes)) else json.dumps(payload)
     proc = subprocess.run([sys.executable, "-I", "-m", f"system1_gateway.hooks.{name}", *args],
                           input=raw.encode() if isinstance(raw, str) else raw, capture_output=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout)
+                          env={**os.environ, **(env or {})}, timeout=timeout, cwd=cwd)
     out = proc.stdout.decode()
     return proc.returncode, (json.loads(out) if out.strip() else None), proc.stderr.decode()
 
@@ -239,6 +239,82 @@ def test_the_users_rule_decides_and_a_broken_rule_is_silent(write_config, tmp_pa
         path.write_text(source)
         code, out, err = hook("route", {"prompt": LONG, "cwd": str(tmp_path)}, "--explain")
         assert code == 0 and out is None and why in err
+
+
+def test_a_rule_others_could_write_is_not_run(write_config, tmp_path, start_daemon):
+    """L-5: the rule is Python run in the hook; one writable by group or others, or owned by
+    another user, is refused (the hint goes silent and --explain says why)."""
+    config(write_config, tmp_path, routing=routing_on(tmp_path), skills={"enabled": False})
+    start_daemon()
+    path = Path(os.environ["SYSTEM1_CONFIG"]).parent / "routing_rule.py"
+    path.write_text("open(__file__ + '.ran', 'w').close()\ndef tier(features):\n    return 'sonnet'\n")
+    path.chmod(0o664)
+    code, out, err = hook("route", {"prompt": LONG, "cwd": str(tmp_path)}, "--explain")
+    assert out is None and f"{path}: not run: writable by group or others (chmod go-w {path})" in err, err
+    if os.getuid() == 0:  # (only root can give a file away)
+        path.chmod(0o644)
+        os.chown(path, 65534, -1)
+        code, out, err = hook("route", {"prompt": LONG, "cwd": str(tmp_path)}, "--explain")
+        assert out is None and "not run: owned by uid 65534" in err, err
+    assert not Path(f"{path}.ran").exists()
+
+
+def test_the_rule_is_created_owner_writable_only_whatever_the_umask(tmp_path):
+    code = "from system1_gateway.routing import rule; print(rule.apply_rule({}), rule.ensure_rule())".format(
+        {name: True for name in FEATURE_WORDS})
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "SYSTEM1_CONFIG": str(tmp_path / "config.toml")},
+                          preexec_fn=lambda: os.umask(0o002))
+    assert proc.returncode == 0 and proc.stdout.startswith("opus "), proc.stderr
+    assert (Path(proc.stdout.split()[1]).stat().st_mode & 0o777) == 0o644
+
+
+EVIL_RULE = "open('rule-from-the-repository-ran', 'w').close()\ndef tier(features):\n    return 'haiku'\n"
+
+
+@pytest.mark.parametrize("variable, value", [("XDG_CONFIG_HOME", "~/.config"), ("XDG_CONFIG_HOME", ".config"),
+                                             ("SYSTEM1_CONFIG", ".config/system1/config.toml")])
+def test_a_relative_config_location_takes_nothing_from_the_working_directory(tmp_path, variable, value):
+    """L-5: a relative location (a quoted `~` from a .env file is one) resolved against the hook's
+    working directory, the repository, which then supplied the config and the rule (executed).
+    A relative XDG_CONFIG_HOME is ignored, as the XDG spec says; SYSTEM1_CONFIG must be absolute."""
+    repo, home = tmp_path / "repo", tmp_path / "home"
+    for base in (repo / "~" / ".config", repo / ".config"):
+        (base / "system1").mkdir(parents=True)
+        (base / "system1" / "routing_rule.py").write_text(EVIL_RULE)
+        (base / "system1" / "config.toml").write_text("[guard]\nenabled = false\n")
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "SYSTEM1_CONFIG"}
+    code = ("from system1_gateway.routing import rule\ntry:\n    print(rule.apply_rule({}), rule.rule_path())\n"
+            "except rule.RuleError as exc:\n    print('refused:', exc)").format({name: True for name in FEATURE_WORDS})
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60, cwd=repo,
+                          env={**env, "HOME": str(home), variable: value})
+    assert proc.returncode == 0, proc.stderr
+    assert not (repo / "rule-from-the-repository-ran").exists()
+    if variable == "XDG_CONFIG_HOME":  # the user's own rule, created from the default
+        assert proc.stdout == f"opus {home / '.config' / 'system1' / 'routing_rule.py'}\n"
+    else:
+        assert proc.stdout.startswith(f"refused: SYSTEM1_CONFIG must be an absolute path, got {value!r}")
+        # the guard cannot tell whether it is on: the failure policy (the repository's config says off)
+        out = subprocess.run([sys.executable, "-I", "-m", "system1_gateway.hooks.guard"], capture_output=True,
+                             text=True, timeout=60, cwd=repo, env={**env, "HOME": str(home), variable: value},
+                             input=json.dumps({"tool_input": {"command": "rm -rf ~"}})).stdout
+        assert "SYSTEM1_CONFIG must be an absolute path" in json.loads(out)["hookSpecificOutput"][
+            "permissionDecisionReason"]
+
+
+def test_a_relative_state_dir_is_refused_by_name(write_config, tmp_path):
+    """A relative SYSTEM1_STATE_DIR would read the daemon's port and token from the repository."""
+    config(write_config, tmp_path, guard={"enabled": True})
+    env = {"SYSTEM1_STATE_DIR": "state"}
+    code, out, err = hook("guard", {"tool_input": {"command": UNRULED}}, "--explain", env=env, cwd=tmp_path)
+    assert out["hookSpecificOutput"]["permissionDecision"] == "ask"  # the failure policy
+    assert "SYSTEM1_STATE_DIR must be an absolute path, got 'state'" in err
+    proc = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "daemon", "status"], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path, env={**os.environ, **env})
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"] == {
+        "code": "config_error", "message": "SYSTEM1_STATE_DIR must be an absolute path, got 'state' (a relative "
+                                           "one would be read from whatever directory the command runs in)"}
 
 
 def test_default_rule_table():
