@@ -445,6 +445,19 @@ export function answerLines(result: Judge, expanded = false): string[] {
 	return lines;
 }
 
+export const EXCERPT = 60; // characters of the deciding part quoted to the model (hooks/guard.py's EXCERPT)
+
+/** ` (part 2 of 2, command text "rm -rf ~")`: where the deciding part is, and the part as a
+ * JSON-quoted excerpt of at most EXCERPT characters. The block reason reaches the model, and the
+ * command is the agent's (or an attacker's) text: it must not speak with the gate's voice. */
+export function quotedPart(part: { index?: unknown; of?: unknown; text?: unknown } | null | undefined): string {
+	if (!part || typeof part.text !== "string") return "";
+	const place = Number.isInteger(part.index) && Number.isInteger(part.of) ? `part ${part.index} of ${part.of}` : "a part";
+	const chars = Array.from(part.text); // code points, as Python counts: a pair is never cut in half
+	const text = chars.length <= EXCERPT ? part.text : chars.slice(0, EXCERPT - 1).join("") + "…";
+	return ` (${place}, command text ${JSON.stringify(text)})`;
+}
+
 export function summary(result: Judge): string {
 	if (result.status === "error") {
 		const err = result.error as { code?: string; message?: string } | null;
