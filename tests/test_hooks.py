@@ -639,6 +639,15 @@ def test_the_launcher_says_not_installed_and_links_the_venv(tmp_path):
     assert proc.returncode == 0 and proc.stdout == b""
     assert os.readlink(tmp_path / "data" / "venv") == str(install / "venv")
     assert (tmp_path / "data" / "venv" / "bin" / "python").exists()
+    # a relative SYSTEM1_INSTALL_DIR resolved in the repository, whose venv then ran
+    (tmp_path / "repo" / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "repo" / "venv" / "bin" / "python").write_text("#!/bin/sh\necho repository-python-ran\n")
+    (tmp_path / "repo" / "venv" / "bin" / "python").chmod(0o755)
+    for name in ("session-start.sh", "serve.sh"):
+        proc = subprocess.run(["sh", str(script.with_name(name))], input=b"{}", capture_output=True, timeout=30,
+                              env={**env, "SYSTEM1_INSTALL_DIR": "."}, cwd=tmp_path / "repo")
+        assert b"repository-python-ran" not in proc.stdout and b"not installed" in proc.stdout + proc.stderr
+    assert os.readlink(tmp_path / "data" / "venv") == str(install / "venv")
 
 
 # -- the hook path stays light -------------------------------------------------------------
