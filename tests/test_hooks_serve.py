@@ -113,6 +113,14 @@ def test_the_guard_failure_policy_holds_when_served(write_config, tmp_path, serv
     assert "could not judge" in out["hookSpecificOutput"]["permissionDecisionReason"]
 
 
+def test_a_broken_config_does_not_turn_the_served_guard_off(write_config, tmp_path, server):
+    write_config("[guard]\nenabled = true\nmin_confidence = 2\n")
+    arguments = {"session_id": "s1", "tool_input": json.dumps({"command": "ls"})}
+    out = server.hook("guard", arguments)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "ask" and "min_confidence" in out["permissionDecisionReason"]
+    assert "still invalid" in server.hook("guard", arguments)["hookSpecificOutput"]["permissionDecisionReason"]
+
+
 def test_the_served_guard_answers_what_the_rules_decide_without_the_daemon(write_config, tmp_path, start_daemon,
                                                                           server):
     """A command the policy rules decide alone is answered in the hook server, daemon or not,

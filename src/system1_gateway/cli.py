@@ -20,7 +20,7 @@ from . import __codename__, __version__, bounded_json
 from .console import EXIT_FAILED, EXIT_INVALID, EXIT_OK, exit_code as _exit_code, invalid as _invalid
 from .console import JsonArgumentParser as _Parser
 from .console import emit as _emit
-from .errors import INVALID_REQUEST
+from .errors import CONFIG_ERROR, INVALID_REQUEST
 
 def _parser() -> _Parser:
     parser = _Parser(prog="system1", description="System-1 Gateway: fast typed decisions with probabilities.")
@@ -569,6 +569,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
+    except ValueError as exc:  # a relative SYSTEM1_CONFIG or SYSTEM1_STATE_DIR, met wherever it is first used
+        from .paths import LocationError  # (paths imports pathlib: not at start)
+
+        if not isinstance(exc, LocationError):
+            raise
+        _emit({"status": "error", "error": {"code": CONFIG_ERROR, "message": str(exc)}}, False)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

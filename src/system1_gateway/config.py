@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import ConfigError
 from . import config_tables as hook_settings
 from .model import describe_validation_error
-from .paths import config_path
+from .paths import LocationError, config_path
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -165,7 +165,10 @@ def _line_of(text: str, table: str, key: str) -> int | None:
 
 def load_config(path: Path | None = None) -> Config:
     """Read the file (if any) and apply environment overrides; raises ConfigError."""
-    path = path or config_path()
+    try:
+        path = path or config_path()
+    except LocationError as exc:
+        raise ConfigError(str(exc)) from None
     text = ""
     exists = path.exists()
     if exists:

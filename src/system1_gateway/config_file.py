@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from . import bounded_json
-from .paths import config_path, sha256, state_file, write_atomic  # the builtin sha256: no OpenSSL import
+from .paths import LocationError, config_path, sha256, state_file, write_atomic  # the builtin sha256: no OpenSSL import
 
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only
 if TYPE_CHECKING:
@@ -29,8 +29,12 @@ class Unreadable(Exception):
 
 
 def load() -> dict[str, Any] | None:
-    """The parsed config file; None when there is none; Unreadable when it cannot be used."""
-    path = str(config_path())
+    """The parsed config file; None when there is none; Unreadable when it cannot be used (a
+    relative SYSTEM1_CONFIG included: nothing is read from the working directory)."""
+    try:
+        path = str(config_path())
+    except LocationError as exc:
+        raise Unreadable(str(exc)) from None
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -43,17 +47,20 @@ def load() -> dict[str, Any] | None:
     key = [path, sha256(raw).hexdigest()]
     if _last is not None and _last[0] == key:
         return _last[1]
-    cache = state_file("cache", "config.json")
     try:
+        cache = state_file("cache", "config.json")
         with open(cache, encoding="utf-8") as handle:
             cached = bounded_json.loads(handle.read())
         if cached.get("key") == key:
             _last = (key, cached["data"])
             return cached["data"]
+    except LocationError:  # a relative SYSTEM1_STATE_DIR: no cache (whoever uses the state dir says why)
+        cache = None
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         pass
     data = _parse(path, raw)
-    _store(cache, key, data)
+    if cache is not None:
+        _store(cache, key, data)
     _last = (key, data)
     return data
 

@@ -4,8 +4,9 @@ notion of a boolean setting that the fast paths share (`flag`, `autostart`).
 
 This is the one definition of these tables: `config.py` calls `parse` too, so `system1
 doctor`, `order` and the daemon refuse what the hooks refuse, with the same message.
-A hook that meets an invalid table does nothing (the guard applies its failure policy) and
-says why under `--explain`; SessionStart tells the user once per session.
+A hook that meets an unusable config file does nothing and says why under `--explain`, except
+the guard: when the guard may be on (`broken_guard`) it applies its failure policy, and its ask
+says why (at length once per session). SessionStart tells the user once per session.
 """
 
 from __future__ import annotations
@@ -134,6 +135,32 @@ def parse(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if "mode" not in data.get("routing", {}) and routing["hint"]:
         routing["mode"] = "hint"  # `hint = true` alone is the older spelling of mode "hint"
     return settings
+
+
+def broken_guard() -> str | None:
+    """With the config file unusable (`load` gave a problem): is the guard perhaps on? None when
+    it is off for sure (the file parses and has no [guard] table, or one without `enabled`, or
+    `enabled = false`); else the failure policy it applies: a valid `on_failure`, or "ask". A
+    broken config must not switch a guard the user turned on off. A file that is not TOML is read
+    as text: "ask" when a line names the guard table (a syntax error elsewhere says nothing about
+    it); one that cannot be read at all, or a relative SYSTEM1_CONFIG: "ask", as nothing says it is off."""
+    from . import config_file
+
+    try:
+        data = config_file.load() or {}
+    except config_file.Unreadable:
+        try:
+            text = config_path().read_bytes().decode("utf-8", "replace")
+        except (OSError, ValueError):  # ValueError: paths.LocationError
+            return "ask"
+        names = any(line.strip().lstrip("[ \t\"'").startswith("guard") for line in text.splitlines()
+                    if line.strip().startswith(("[", "guard", "\"guard", "'guard")))
+        return "ask" if names else None
+    guard = data.get("guard")
+    if guard is None or isinstance(guard, dict) and guard.get("enabled", False) is False:
+        return None
+    policy = guard.get("on_failure") if isinstance(guard, dict) else None
+    return policy if policy in ON_FAILURE else "ask"
 
 
 def load() -> tuple[dict[str, dict[str, Any]], str | None]:

@@ -83,7 +83,9 @@ def _systemd_quote(word: str, command: bool = False) -> str:
 
 
 def systemd_unit(python: str, environ: Mapping[str, str]) -> Unit:
-    config_home = Path(environ.get("XDG_CONFIG_HOME") or _home(environ) / ".config")
+    config_home = Path(environ.get("XDG_CONFIG_HOME") or "")
+    if not config_home.is_absolute():  # unset, or relative: ignored, as the XDG spec says (paths.config_path)
+        config_home = _home(environ) / ".config"
     env, secrets = unit_environment(environ)
     lines = [
         "# Written by `system1 daemon install-login`; removed by `system1 daemon uninstall-login`.",

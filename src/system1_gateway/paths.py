@@ -17,6 +17,20 @@ except ImportError:
         from hashlib import sha256  # noqa: F401 - re-exported
 
 
+class LocationError(ValueError):
+    """A location variable holds a relative path. It would resolve against the working directory,
+    which for a hook is the repository being worked on: the repository would supply the config,
+    the routing rule (Python, executed) or the daemon's port and token. The message names the variable."""
+
+
+def _absolute(name: str, value: str) -> Path:
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise LocationError(f"{name} must be an absolute path, got {value!r} (a relative one would be "
+                            "read from whatever directory the command runs in)")
+    return path
+
+
 def state_dir() -> Path:
     """`~/.system1-gateway` (or `SYSTEM1_STATE_DIR`): models cache, audit log, shared state."""
     return _state_dir(os.environ.get("SYSTEM1_STATE_DIR"), os.environ.get("HOME"))
@@ -29,7 +43,7 @@ def state_file(*parts: str) -> str:
 
 @functools.lru_cache(maxsize=32)
 def _state_dir(override: str | None, home: str | None) -> Path:
-    return Path(override).expanduser() if override else Path.home() / ".system1-gateway"
+    return _absolute("SYSTEM1_STATE_DIR", override) if override else Path.home() / ".system1-gateway"
 
 
 @functools.lru_cache(maxsize=128)
@@ -38,15 +52,16 @@ def _state_file(override: str | None, home: str | None, parts: tuple[str, ...]) 
 
 
 def config_path() -> Path:
-    """`SYSTEM1_CONFIG`, else the per-OS user config file (docs/configuration.md)."""
+    """`SYSTEM1_CONFIG`, else the per-OS user config file (docs/configuration.md). LocationError
+    when SYSTEM1_CONFIG is relative; a relative XDG_CONFIG_HOME (or APPDATA) is ignored, as the XDG
+    spec says (a quoted `~/.config` from a .env file is one)."""
     override = os.environ.get("SYSTEM1_CONFIG")
     if override:
-        return Path(override).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
-    else:
-        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "system1" / "config.toml"
+        return _absolute("SYSTEM1_CONFIG", override)
+    base = os.environ.get("APPDATA" if sys.platform == "win32" else "XDG_CONFIG_HOME") or ""
+    if not os.path.isabs(base):
+        base = str(Path.home() / ("AppData/Roaming" if sys.platform == "win32" else ".config"))
+    return Path(base) / "system1" / "config.toml"
 
 
 def private_dir(directory: Path | str) -> Path:

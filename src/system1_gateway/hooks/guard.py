@@ -13,7 +13,9 @@ In the plugin's hook server (hooks/serve.py) a command the policy rules decide a
 answered there, without the daemon (`ruled`); every other command goes to the daemon.
 When the engine cannot answer (no daemon, down, timed out, an error), `[guard] on_failure`
 decides: "ask" (the default: the user is asked rather than the command silently passing) or
-"open" (say nothing). The command is evidence: it is sent as data, and the reason shown is
+"open" (say nothing). So does a config file that cannot be used (unreadable, not TOML, an
+invalid value) when the guard may be on: its defaults would turn the guard off (`misconfigured`).
+The command is evidence: it is sent as data, and the reason shown is
 built from fixed words, the confidence and the deciding part (shortened), never more of it.
 
 In Claude Code's auto mode (`permission_mode: "auto"` in the hook input) a classifier reviews
@@ -29,14 +31,17 @@ classifier still reviews the call). Every other mode asks as above. The log reco
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import time
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
 if TYPE_CHECKING:
     from typing import Any
 
 from . import common
 from .common import NoAnswer, Run
+from .. import config_tables, paths
 
 
 AUTO = "auto"  # Claude Code's permission mode with its own classifier
@@ -58,23 +63,71 @@ def context(note: str) -> dict[str, Any]:
 
 def failed(run: Run, why: str) -> dict[str, Any] | None:
     """The failure policy: ask the user (default) or stay out of the way."""
+    if run.problem:
+        return misconfigured(run)
     guard = run.settings["guard"]
-    if not guard["enabled"]:
+    if not guard["enabled"] or _stays_out(run, f"engine failed ({why})", guard["on_failure"]):
         return None
-    if guard["on_failure"] == "open":
-        run.say(f"engine failed ({why}); on_failure = open: no decision")
-        return None
-    if run.text("permission_mode") == AUTO:
-        run.say(f"engine failed ({why}); auto mode: no decision, the classifier reviews the call")
-        return None
-    run.say(f"engine failed ({why}); on_failure = ask")
     return ask("System-1 guard could not judge this command (the engine did not answer); "
                "confirm it yourself, or run /system1:doctor.")
 
 
+def _stays_out(run: Run, failure: str, on_failure: str) -> bool:
+    if on_failure == "open":
+        run.say(f"{failure}; on_failure = open: no decision")
+        return True
+    if run.text("permission_mode") == AUTO:
+        run.say(f"{failure}; auto mode: no decision, the classifier reviews the call")
+        return True
+    run.say(f"{failure}; on_failure = ask")
+    return False
+
+
+def misconfigured(run: Run) -> dict[str, Any] | None:
+    """The config file is unusable (run.problem): its defaults would turn the guard off, so when
+    the guard may be on the failure policy applies. The ask says why at length once per session
+    (`_told`), then briefly: every Bash call asks until the file is fixed."""
+    policy = config_tables.broken_guard()
+    if policy is None:
+        run.say("guard is off (the config is invalid, and it turns no guard on)")
+        return None
+    if _stays_out(run, "the config is invalid", policy):
+        return None
+    if _told(run, str(run.problem)):
+        return ask("System-1 guard: the config file is still invalid (explained at this session's first ask; "
+                   "/system1:doctor); confirm this command yourself.")
+    return ask(f"System-1 guard: the config file is invalid, so no command can be judged: {str(run.problem)[:400]}. "
+               "Until it is fixed, the guard asks before every Bash command; fix it, or run /system1:doctor. "
+               "Confirm this command yourself.")
+
+
+def _told(run: Run, problem: str) -> bool:
+    """Has this session had the long explanation of `problem`? Marks it when not: an empty file
+    per (session, problem) in the state dir, named by their digest (a session id is input, never
+    a path). Without a session id, or a state dir to write, every ask explains."""
+    session = run.text("session_id")
+    if not session:
+        return False
+    try:
+        folder = paths.private_dir(paths.state_file("hooks", "told"))
+        digest = paths.sha256(f"{session}\0{problem}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        os.close(os.open(folder / digest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return True
+    except (OSError, ValueError):  # ValueError: a relative SYSTEM1_STATE_DIR (paths.LocationError)
+        return False
+    for old in folder.iterdir():  # a marker per broken session: forget those of past days
+        try:
+            if old.stat().st_mtime < time.time() - 86400:
+                old.unlink()
+        except OSError:
+            pass
+    return False
+
+
 def body(run: Run) -> dict[str, Any] | None:
     guard = run.settings["guard"]
-    if not guard["enabled"]:
+    if not guard["enabled"] and not run.problem:
         run.say("guard is off ([guard] enabled = false)")
         return None
     command = run.text("tool_input", "command")
@@ -84,6 +137,8 @@ def body(run: Run) -> dict[str, Any] | None:
     if common.toggle.paused():
         run.say("paused (system1 toggle on resumes)")
         return None
+    if run.problem:
+        return misconfigured(run)
     answer = ruled(run, command)
     if answer is None:
         try:

@@ -17,7 +17,9 @@ command, a short prompt, a machine-injected prompt (the payload's `source` is no
 `sdk`; without a `source`, a subagent hand-back by its prefix), an engine that abstains, fails
 or is missing. A machine-injected prompt costs no engine call and leaves no log line.
 The prompt is the evidence: it is sent to the engine as data and never reaches the output —
-the hint is built from fixed words only, so a prompt cannot write its own hint.
+the hint is built from fixed words only, so a prompt cannot write its own hint. The skill hint
+names one listed skill, and only names in Claude Code's form are listed (skills.NAME): a
+repository's SKILL.md cannot put its own words there either.
 """
 
 from __future__ import annotations

@@ -3,12 +3,14 @@
 From the hook input when it carries a `skills` list ([{name, description}]), else from disk:
 the user's `~/.claude/skills/*/SKILL.md`, the project's `.claude/skills/*/SKILL.md`, and every
 enabled plugin's `skills/*/SKILL.md` (named `<plugin>:<skill>`), minus the skills marked
-`disable-model-invocation` (the model cannot load those, so they are never suggested).
+`disable-model-invocation` (the model cannot load those, so they are never suggested), and
+minus names outside Claude Code's rule (`NAME`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 from .. import bounded_json
@@ -17,6 +19,10 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any
 
+# Claude Code's own rule for a skill's name (lowercase, digits, hyphens, at most 64), and for a
+# plugin's skill `<plugin>:<skill>`. A name reaches the model word for word in the hint: one
+# that breaks the rule (a repository's SKILL.md may say anything) is dropped, never shown.
+NAME = re.compile(r"(?:[a-z0-9-]{1,64}:)?[a-z0-9-]{1,64}")
 MAX_DESCRIPTION = 400  # characters of a description sent to the engine (the listing truncates too)
 MAX_JSON_BYTES = 4 << 20  # a settings or plugin-list file; past this it is not one we read
 TRUE_WORDS = {"true", "yes", "on", "1"}
@@ -132,7 +138,8 @@ def candidates(payload: dict[str, Any], project_dir: str) -> list[dict[str, str]
     given = payload.get("skills")
     if isinstance(given, list):
         return [{"name": s["name"], "description": " ".join(str(s.get("description", "")).split())[:MAX_DESCRIPTION]}
-                for s in given if isinstance(s, dict) and isinstance(s.get("name"), str) and s.get("description")]
+                for s in given if isinstance(s, dict) and isinstance(s.get("name"), str) and NAME.fullmatch(s["name"])
+                and s.get("description")]
     claude_dir = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
     found = _skill_dir_entries(os.path.join(claude_dir, "skills"))
     found += _skill_dir_entries(os.path.join(project_dir, ".claude", "skills"))
@@ -140,5 +147,6 @@ def candidates(payload: dict[str, Any], project_dir: str) -> list[dict[str, str]
         found += _skill_dir_entries(os.path.join(root, "skills"), prefix=plugin + ":")
     unique: dict[str, dict[str, str]] = {}
     for skill in found:
-        unique.setdefault(skill["name"], skill)
+        if NAME.fullmatch(skill["name"]):
+            unique.setdefault(skill["name"], skill)
     return list(unique.values())

@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync, mkdirSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 
 export const JEV = "jev";
 export const OPENAI = "openai-decisions";
@@ -195,14 +195,24 @@ export function completions(prefix: string): { value: string; label: string }[] 
 
 // -- where the gateway lives ------------------------------------------------------------------
 
-export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
-	return env.SYSTEM1_STATE_DIR || join(homedir(), ".system1-gateway");
+/** A location variable's value when it is absolute (`~/` expanded, as the gateway does), else
+ * `fallback`. Pi runs in the repository being worked on: a relative value would let it supply
+ * the daemon's port file or the CLI that is run (the gateway's CLI refuses a relative one, naming it). */
+export function absolute(value: string | undefined, fallback: string): string {
+	const path = value?.startsWith("~/") ? join(homedir(), value.slice(2)) : value;
+	return path && isAbsolute(path) ? path : fallback;
 }
 
-/** The `system1` CLI: SYSTEM1_CLI, else the installer's venv, else `system1` on PATH. */
+export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
+	return absolute(env.SYSTEM1_STATE_DIR, join(homedir(), ".system1-gateway"));
+}
+
+/** The `system1` CLI: SYSTEM1_CLI (an absolute path, or a bare name looked up on PATH), else the
+ * installer's venv, else `system1` on PATH. */
 export function cliPath(env: NodeJS.ProcessEnv = process.env): string {
-	if (env.SYSTEM1_CLI) return env.SYSTEM1_CLI;
-	const base = env.SYSTEM1_INSTALL_DIR || join(homedir(), ".system1-gateway");
+	const given = env.SYSTEM1_CLI && !/[\\/]/.test(env.SYSTEM1_CLI) ? env.SYSTEM1_CLI : absolute(env.SYSTEM1_CLI, "");
+	if (given) return given;
+	const base = absolute(env.SYSTEM1_INSTALL_DIR, join(homedir(), ".system1-gateway"));
 	const venvCli = process.platform === "win32" ? join(base, "venv", "Scripts", "system1.exe") : join(base, "venv", "bin", "system1");
 	return existsSync(venvCli) ? venvCli : "system1";
 }
@@ -288,7 +298,7 @@ export class DaemonCheck {
 	}
 
 	private currentKey(port: Port): string {
-		const config = this.env.SYSTEM1_CONFIG || join(this.env.XDG_CONFIG_HOME || join(homedir(), ".config"), "system1", "config.toml");
+		const config = absolute(this.env.SYSTEM1_CONFIG, join(absolute(this.env.XDG_CONFIG_HOME, join(homedir(), ".config")), "system1", "config.toml"));
 		let stamp = "absent";
 		try {
 			const st = statSync(config);
@@ -443,6 +453,19 @@ export function answerLines(result: Judge, expanded = false): string[] {
 		lines.push(`${qid} · ${text}`);
 	}
 	return lines;
+}
+
+export const EXCERPT = 60; // characters of the deciding part quoted to the model (hooks/guard.py's EXCERPT)
+
+/** ` (part 2 of 2, command text "rm -rf ~")`: where the deciding part is, and the part as a
+ * JSON-quoted excerpt of at most EXCERPT characters. The block reason reaches the model, and the
+ * command is the agent's (or an attacker's) text: it must not speak with the gate's voice. */
+export function quotedPart(part: { index?: unknown; of?: unknown; text?: unknown } | null | undefined): string {
+	if (!part || typeof part.text !== "string") return "";
+	const place = Number.isInteger(part.index) && Number.isInteger(part.of) ? `part ${part.index} of ${part.of}` : "a part";
+	const chars = Array.from(part.text); // code points, as Python counts: a pair is never cut in half
+	const text = chars.length <= EXCERPT ? part.text : chars.slice(0, EXCERPT - 1).join("") + "…";
+	return ` (${place}, command text ${JSON.stringify(text)})`;
 }
 
 export function summary(result: Judge): string {

@@ -317,7 +317,7 @@ export default function system1(pi: ExtensionAPI) {
 		// that the engine abstained on, is confirmed like a destructive one.
 		const unsure = answer?.abstained === true && ["opaque", "engine", "bounds", "refused"].includes(answer.abstain_reason ?? "");
 		if (!unsure && !(p >= 0.5 && Math.max(p, 1 - p) >= settings.toolGate.minConfidence)) return undefined;
-		const where = answer?.part ? ` (part ${answer.part.index} of ${answer.part.of}: ${answer.part.text})` : "";
+		const where = core.quotedPart(answer?.part);
 		const reason = unsure
 			? `System 1 tool gate: cannot tell what this command does${where} (${answer?.abstain_reason}).`
 			: `System 1 tool gate: this command reads as destructive (p = ${p.toFixed(2)})${where}.`;

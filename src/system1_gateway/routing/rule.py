@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any
 
-from ..paths import config_path, private_dir
+from ..paths import LocationError, config_path, private_dir
 from . import EFFORTS, TIERS
 
 DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default_rule.py")
@@ -29,7 +29,10 @@ EXPECTED = (f"expected a tier ({', '.join(TIERS)}) or a dict {{\"model\": tier, 
 
 
 def rule_path() -> str:
-    return str(config_path().parent / "routing_rule.py")
+    try:
+        return str(config_path().parent / "routing_rule.py")
+    except LocationError as exc:  # a relative SYSTEM1_CONFIG: no rule is run from the working directory
+        raise RuleError(str(exc)) from None
 
 
 def ensure_rule() -> str:
@@ -37,12 +40,25 @@ def ensure_rule() -> str:
     path = rule_path()
     if not os.path.exists(path):
         private_dir(os.path.dirname(path))
-        try:
-            with open(DEFAULT, "rb") as source, open(path, "xb") as target:  # (shutil costs ≈ 3 ms to import)
+        try:  # 0644 whatever the umask allows more of: a group-writable rule is refused (`_check_owner`)
+            with open(DEFAULT, "rb") as source, open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644),
+                                                     "wb") as target:  # (shutil costs ≈ 3 ms to import)
                 target.write(source.read())
         except FileExistsError:  # another hook created it meanwhile
             pass
     return path
+
+
+def _check_owner(handle: Any, path: str) -> None:
+    """The rule is Python run in the hook: refuse one another user could have written (sshd's
+    StrictModes for authorized_keys, the same reasoning)."""
+    if os.name == "nt":
+        return
+    info = os.fstat(handle.fileno())  # the file opened, not whatever the path names by now
+    if info.st_uid != os.getuid():
+        raise RuleError(f"{path}: not run: owned by uid {info.st_uid}, not by you (uid {os.getuid()})")
+    if info.st_mode & 0o022:
+        raise RuleError(f"{path}: not run: writable by group or others (chmod go-w {path})")
 
 
 def decide(features: dict[str, bool], path: str | None = None) -> dict[str, Any]:
@@ -51,6 +67,7 @@ def decide(features: dict[str, bool], path: str | None = None) -> dict[str, Any]
     path = path or ensure_rule()
     try:
         with open(path, encoding="utf-8") as handle:
+            _check_owner(handle, path)
             source = handle.read()
         namespace: dict[str, Any] = {"__name__": "system1_routing_rule", "__file__": path}
         exec(compile(source, path, "exec"), namespace)  # noqa: S102 - the user's own rule file
