@@ -60,7 +60,7 @@ class Serving:
     """One `system1 serve` run: `run()` blocks serving; `stop()` (any thread) is graceful."""
 
     def __init__(self, host: str | None = None, port: int | None = None, gateway: Gateway | None = None,
-                 token: str | None = None):
+                 token: str | None = None, session: str | None = None):
         # This process is the server: its Gateway is built here (not through answerer.py), so
         # its embedded rungs load their own engine and never delegate to a daemon.
         self._gateway = gateway
@@ -69,6 +69,7 @@ class Serving:
         self.host = host or settings.host
         self.port = settings.port if port is None else port
         self.token = token  # the daemon's per-user secret (daemon_files.daemon_token), besides any api key
+        self.session = session  # the daemon's token for this start (the port file's)
         self._server: _Uvicorn | None = None
         self._app: FastAPI | None = None
         self._stop = False
@@ -107,7 +108,8 @@ class Serving:
         owned = self._gateway is None
         gateway = self._gateway or Gateway.from_environment()
         name = self.settings.api_key_env
-        app = create_app(gateway, api_key=os.environ.get(name) if name else None, token=self.token,
+        api_key = os.environ.get(name) if name else None
+        app = create_app(gateway, api_key=api_key, token=self.token, session=self.session,
                          allowed_hosts=loopback_hosts(port) if is_loopback(self.host) else None)
         grace = self.settings.load_budget_s + gateway.config.gateway.deadline_s + 5  # the longest request
         quiet_accept_errors()
