@@ -10,7 +10,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import resource
 import select
+import selectors
 import shutil
 import signal
 import socket
@@ -515,7 +517,8 @@ def test_only_this_user_can_use_the_daemon(daemons, monkeypatch, tmp_path_factor
                   'Content-Type: application/json\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n%s" >&3; '
                   'cat <&3' % (port, port, len(decide), decide.decode().replace('"', '\\"')))
         reply = subprocess.run([*other, "bash", "-c", script], capture_output=True, text=True, timeout=30)
-        assert reply.stdout.startswith("HTTP/1.1 401"), reply
+        # closed before any request is read (Linux: the daemon serves its own uid only), else 401
+        assert reply.stdout == "" if LINUX else reply.stdout.startswith("HTTP/1.1 401"), reply
 
     restarted = run_cli("daemon", "restart")[1][0]
     daemons(restarted.get("pid"))
@@ -694,3 +697,93 @@ def test_a_dead_daemons_port_and_pid_taken_by_another_user_get_no_token_and_no_c
     assert "no daemon is running" in answered.stderr, answered.stderr
     assert code == 0 and out[0]["attempts"][0]["provider"] != "daemon", out
     assert found is None
+
+
+def _other_users_connections(folder: Path, port: int, count: int) -> subprocess.Popen:
+    """uid 65534 opens `count` connections with half a request head each and prints how many
+    of them the server closed within 3 s."""
+    script = r'''
+import socket, sys, time
+port, count = int(sys.argv[1]), int(sys.argv[2])
+held = []
+for _ in range(count):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+    sock.sendall(b"POST /v1/judge HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port)
+    held.append(sock)
+end, closed = time.monotonic() + 3, set()
+while time.monotonic() < end and len(closed) < count:
+    for sock in held:
+        if sock in closed:
+            continue
+        sock.settimeout(0.01)
+        try:
+            if sock.recv(100) == b"":
+                closed.add(sock)
+        except socket.timeout:
+            pass
+        except OSError:
+            closed.add(sock)
+print(len(closed), flush=True)
+'''
+    return _as_nobody(folder, script, str(port), str(count))
+
+
+def test_the_daemon_closes_another_users_connections_before_they_count(daemons, nobody):
+    """Issue L-1: another local user, who cannot authenticate, held the 512 places under the
+    connection cap. On Linux the daemon now closes a connection from another user's socket at
+    once (before, a half-open one was kept for request_read_timeout_s, 10 s)."""
+    _start(daemons)
+    port = daemon_files.read_port()["port"]
+    other = _other_users_connections(nobody, port, 50)
+    assert _line(other, 30) == "50"
+    other.wait(10)
+    assert client.find().get("/v1/status", 10)["rungs"]  # the owner is served meanwhile
+
+
+def test_a_flood_of_half_open_connections_does_not_lock_the_owner_out(daemons):
+    """Issue L-1: a flood of half-open connections (partial heads, each reopened as soon as it
+    is closed) under a descriptor limit of 256 (a cap of 128): the owner's requests were reset
+    at once. Now the connection that has waited longest without a key makes room, so every
+    request of the owner is answered, the daemon lives and its log stays small."""
+    def limit() -> None:  # in `daemon start`, whose daemon inherits it
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    env = {**os.environ, "SYSTEM1_SERVE_PORT": "0"}
+    start = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "daemon", "start"], env=env,
+                           capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    started = json.loads(start.stdout)
+    daemons(started.get("pid"))
+    assert started["status"] == "started", start
+    port = started["url"].rsplit(":", 1)[1]
+    stop, opened = threading.Event(), [0]
+
+    def flood() -> None:
+        with selectors.DefaultSelector() as held:
+            while not stop.is_set():
+                while len(held.get_map()) < 300:
+                    sock = socket.create_connection(("127.0.0.1", int(port)), timeout=2)
+                    sock.sendall(b"POST /v1/judge HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n" % port.encode())
+                    sock.setblocking(False)
+                    held.register(sock, selectors.EVENT_READ)
+                    opened[0] += 1
+                for key, _ in held.select(0.05):  # closed by the server: open another
+                    held.unregister(key.fileobj)
+                    key.fileobj.close()
+            for key in list(held.get_map().values()):
+                key.fileobj.close()
+
+    flooding = threading.Thread(target=flood, daemon=True)
+    flooding.start()
+    try:
+        assert _wait(lambda: opened[0] >= 600, 20)  # the cap is full, and churning
+        began, answered = time.monotonic(), []
+        owner = client.find()
+        for _ in range(5):
+            answered.append(owner.post("/v1/decide", {"question": "Is it?"}, timeout_s=10)["status"])
+        took = time.monotonic() - began
+    finally:
+        stop.set()
+        flooding.join(10)
+    assert answered == ["decided"] * 5 and took < 20, (answered, took)
+    assert _healthz(started["url"])["pid"] == started["pid"]
+    assert daemon_files.log_path().stat().st_size < 5 * 1024 * 1024
