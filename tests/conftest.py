@@ -232,6 +232,20 @@ def run_cli(*args, input=None, env=None, timeout=120):
     return proc.returncode, lines, proc.stderr
 
 
+def lock_holder(seconds: float = 120) -> subprocess.Popen:
+    """A live process holding daemon.lock as a daemon does (a client trusts the port file only
+    while the lock is held), for tests whose port file names it in front of a fake server."""
+    from system1_gateway import daemon_files
+
+    path = daemon_files.lock_path()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    code = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(float(sys.argv[2]))")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
 def judge_payload(**questions):
     return {"state": "The build failed after the last merge.", "questions": questions or {
         "q": {"type": "noul", "instructions": "Is this about a build?"}}}

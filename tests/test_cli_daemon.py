@@ -18,7 +18,7 @@ import pytest
 from system1_gateway import daemon_files
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
-from conftest import judge_payload, run_cli
+from conftest import judge_payload, lock_holder, run_cli
 
 class RunningDaemon:
     """A daemon of the test's environment (plus `env`), stopped at exit."""
@@ -224,11 +224,12 @@ def test_a_stale_port_file_costs_under_100_ms(write_config):
 
 
 def test_a_live_pid_with_a_closed_port_falls_back_quickly(write_config):
-    """The pid is alive (reused by another process) but nothing listens: refused at once."""
+    """The pid is alive and holds the lock (a daemon whose listener is gone, say while it
+    stops) but nothing listens: refused at once."""
     from system1_gateway import answerer
 
     write_config(MOCK_CONFIG)
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sleeper = lock_holder(60)
     try:
         record = {"pid": sleeper.pid, "host": "127.0.0.1", "port": 9, "url": "http://127.0.0.1:9",
                   "fingerprint": daemon_files.fingerprint(), "version": "0", "started": time.time()}

@@ -17,7 +17,7 @@ import pytest
 from system1_gateway import answerer, client, daemon_files
 from system1_gateway.config import load_config
 
-from conftest import run_cli
+from conftest import lock_holder, run_cli
 from test_cli_daemon import MOCK_CONFIG, route, start_daemon  # noqa: F401 - the fixture
 
 
@@ -97,8 +97,8 @@ class FaultServer:
 
 @pytest.fixture
 def sleeper():
-    """A live pid that is not a daemon (the port file names it)."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    """A live pid holding daemon.lock that is not a daemon (the port file names it)."""
+    proc = lock_holder()
     yield proc.pid
     proc.kill()
     proc.wait()

@@ -10,18 +10,24 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import resource
+import select
+import selectors
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
-from system1_gateway import daemon, daemon_files
+from system1_gateway import client, daemon, daemon_files
 
 from conftest import run_cli
 
@@ -475,15 +481,17 @@ def _raw(port: int, method: str, path: str, body: bytes = b"", token: str | None
 def test_only_this_user_can_use_the_daemon(daemons, monkeypatch, tmp_path_factory):
     """Issue 27 M2: the daemon bound loopback with no key, so any local user could spend the
     owner's engines and keys, read /v1/status and /metrics, and hold /mcp streams open. Every
-    request but /healthz now needs this user's token (0600, in the 0700 daemon folder, copied
-    into the 0600 port file); /healthz tells others only that it is alive."""
+    request but /healthz now needs one of this user's tokens (this start's, in the 0600 port
+    file, or the lasting daemon.token, 0600, both in the 0700 daemon folder); /healthz tells
+    others only that it is alive."""
     home = tmp_path_factory.mktemp("home")  # as a home folder is: others may traverse it
     home.chmod(0o755)
     monkeypatch.setenv("SYSTEM1_STATE_DIR", str(home / "state"))
     started = _start(daemons)
     record = daemon_files.read_port()
-    token = record["token"]
-    assert token == daemon_files.token_path().read_text().strip() and len(token) >= 32
+    token, lasting = record["token"], daemon_files.token_path().read_text().strip()
+    assert token != lasting and len(token) >= 32 and len(lasting) >= 32
+    assert stat.S_IMODE(daemon_files.port_path().stat().st_mode) == 0o600
     assert stat.S_IMODE(daemon_files.token_path().stat().st_mode) == 0o600
     assert stat.S_IMODE(daemon_files.daemon_dir().stat().st_mode) == 0o700
     port, decide = record["port"], json.dumps({"question": "Is it?"}).encode()
@@ -494,6 +502,7 @@ def test_only_this_user_can_use_the_daemon(daemons, monkeypatch, tmp_path_factor
         assert _raw(port, method, path, body, token="x" * 43)[0] == 401, path  # a guess is no better
     assert _raw(port, "GET", "/healthz") == (200, {"status": "ok"})
     assert _raw(port, "GET", "/healthz", token=token)[1]["pid"] == started["pid"]
+    assert _raw(port, "GET", "/healthz", token=lasting)[1]["pid"] == started["pid"]
     status, answer = _raw(port, "POST", "/v1/decide", decide, token=token)
     assert status == 200 and answer["status"] == "decided"
     code, out, _ = run_cli("decide", "Is it?")  # this user's CLI finds the token by itself
@@ -508,11 +517,32 @@ def test_only_this_user_can_use_the_daemon(daemons, monkeypatch, tmp_path_factor
                   'Content-Type: application/json\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n%s" >&3; '
                   'cat <&3' % (port, port, len(decide), decide.decode().replace('"', '\\"')))
         reply = subprocess.run([*other, "bash", "-c", script], capture_output=True, text=True, timeout=30)
-        assert reply.stdout.startswith("HTTP/1.1 401"), reply
+        # closed before any request is read (Linux: the daemon serves its own uid only), else 401
+        assert reply.stdout == "" if LINUX else reply.stdout.startswith("HTTP/1.1 401"), reply
 
     restarted = run_cli("daemon", "restart")[1][0]
     daemons(restarted.get("pid"))
-    assert daemon_files.read_port()["token"] == token  # kept: a client configured with it keeps working
+    # Issue M-B: a token a client ever sent to the wrong listener must not open the next daemon.
+    # The port file's token is new at every start; daemon.token is kept for clients configured
+    # with it by hand (an MCP client's header, an SDK).
+    fresh = daemon_files.read_port()
+    assert fresh["token"] != token and daemon_files.token_path().read_text().strip() == lasting
+    assert _raw(fresh["port"], "GET", "/v1/status", token=token)[0] == 401
+    assert _raw(fresh["port"], "GET", "/v1/status", token=fresh["token"])[0] == 200
+    assert _raw(fresh["port"], "GET", "/v1/status", token=lasting)[0] == 200
+
+
+def test_a_client_that_kept_the_old_token_follows_a_restart(daemons):
+    """A long-lived process (the stdio MCP server, a delegating rung) keeps its Daemon: after a
+    restart its token is refused (401), so it reads the port file once and goes on with the
+    new start's token instead of falling back to a second in-process engine."""
+    first = _start(daemons)
+    held = client.find()
+    assert held.pid == first["pid"] and held.post("/v1/decide", {"question": "Is it?"}, 10)["status"] == "decided"
+    restarted = run_cli("daemon", "restart")[1][0]
+    daemons(restarted.get("pid"))
+    assert held.post("/v1/decide", {"question": "Is it?"}, 10)["status"] == "decided"
+    assert (held.pid, held.api_key) == (restarted["pid"], daemon_files.read_port()["token"])
 
 
 def test_autostart_backs_off_after_a_failed_start_and_says_why(daemons, monkeypatch):
@@ -536,3 +566,224 @@ def test_autostart_backs_off_after_a_failed_start_and_says_why(daemons, monkeypa
     monkeypatch.setenv("SYSTEM1_SERVE_HOST", "127.0.0.1")
     started = _start(daemons)  # an explicit start always tries, and a start that works ends the backoff
     assert started["status"] == "started" and daemon.last_failure() is None and daemon.backoff() is None
+
+
+# -- another local user (uid 65534, as CI runs as root) against the owner's daemon ------------------
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+GUARDED = "rm -rf ~"
+
+
+@pytest.fixture
+def nobody():
+    """A folder uid 65534 can read (the test's own temporary folders are 0700), removed after."""
+    if os.geteuid() != 0:
+        pytest.skip("acting as another local user needs root (CI runs as root)")
+    folder = Path(tempfile.mkdtemp(prefix="system1-other-user-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _as_nobody(folder: Path, script: str, *args: str) -> subprocess.Popen:
+    """Run `script` as uid 65534 with the system python3, which that user can run (this venv
+    may be under a folder of root's), stdout piped."""
+    python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    assert python, "no system python3 for uid 65534"
+    path = folder / "other_user.py"
+    path.write_text(script)
+    path.chmod(0o755)
+    return subprocess.Popen([*NOBODY, python, "-I", str(path), *args], stdout=subprocess.PIPE, text=True)
+
+
+def _line(proc: subprocess.Popen, within_s: float = 10.0) -> str:
+    ready, _, _ = select.select([proc.stdout], [], [], within_s)
+    assert ready, "the other user's script said nothing"
+    return proc.stdout.readline().strip()
+
+
+# Another user's listener on the owner's port: prints whatever a client sends (the token, the
+# command) and answers as a daemon would, every command "not destructive".
+SQUATTER = r'''
+import json, socket, sys
+listener = socket.socket()
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind(("127.0.0.1", int(sys.argv[1])))
+listener.listen(50)
+print("listening", flush=True)
+while True:
+    conn, _ = listener.accept()
+    conn.settimeout(2)
+    try:
+        data = b""
+        while b"\r\n\r\n" not in data and (chunk := conn.recv(65536)):
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = [int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")]
+        while len(body) < (length or [0])[0] and (chunk := conn.recv(65536)):
+            body += chunk
+        print("received", repr(data + body[len(data) - len(head) - 4:]), flush=True)
+        asked = json.loads(body or b"{}").get("questions", {})
+        answers = {q: {"type": "noul", "p_true": 0.0, "probabilities": {"true": 0.0, "false": 1.0}, "confidence": 1.0,
+                       "abstained": False, "abstain_reason": None} for q in asked}
+        out = json.dumps({"status": "ok"} if head.startswith(b"GET /healthz") else {
+            "schema_version": "1", "request_id": "x", "status": "answered", "answers": answers, "order": ["mock"],
+            "provider": "mock", "model": "m", "latency_ms": 1, "attempts": [], "error": None}).encode()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n%s" % (len(out), out))
+    except Exception as exc:
+        print("error", exc, flush=True)
+    finally:
+        conn.close()
+'''
+
+
+def _spawn_as_pid(pid: int, start: Callable[[], subprocess.Popen]) -> subprocess.Popen | None:
+    """`start()` as process `pid`, as another user who forks until they own a dead daemon's pid
+    would (seconds): root sets the kernel's last pid (ns_last_pid). None when it cannot."""
+    last = Path("/proc/sys/kernel/ns_last_pid")
+    end = time.monotonic() + 5
+    while Path(f"/proc/{pid}").exists():  # the dead daemon is reaped by its parent (init)
+        if time.monotonic() > end:
+            return None
+        time.sleep(0.05)
+    for _ in range(30):  # another process may fork in between: try again
+        try:
+            last.write_text(str(pid - 1))
+        except OSError:
+            return None
+        proc = start()
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+def test_a_dead_daemons_port_and_pid_taken_by_another_user_get_no_token_and_no_command(
+        daemons, write_config, nobody):
+    """Issue M-B: after a kill -9 (the OOM killer, a crash) daemon.port stays. Another local
+    user who took the port and the recorded pid got the token and every command from the
+    hooks and the CLI, and the guard believed its "not destructive". Now a client trusts the
+    port file only while daemon.lock is held (and the pid is a process of this user): nothing
+    is sent, and the guard applies its failure policy."""
+    write_config('[gateway]\nprovider = "mock"\n[providers.mock]\nanswer = "true"\nconfidence = 0.9\n'
+                 '[guard]\nenabled = true\nbudget_s = 1.5\n')
+    started = _start(daemons)
+    record = daemon_files.read_port()
+    guard_input = json.dumps({"tool_name": "Bash", "tool_input": {"command": GUARDED}})
+    guard = [sys.executable, "-I", "-m", "system1_gateway.hooks.guard", "--explain"]
+    asked = subprocess.run(guard, input=guard_input, capture_output=True, text=True, timeout=30)
+    assert "this command reads as destructive" in asked.stdout, asked  # the real daemon's answer
+
+    os.kill(started["pid"], signal.SIGKILL)  # no cleanup: the port file stays
+    assert _wait(lambda: not daemon.lock_held())
+    assert daemon_files.read_port() == record
+    squatter = _spawn_as_pid(record["pid"], lambda: _as_nobody(nobody, SQUATTER, str(record["port"])))
+    if squatter is None:  # no pid reuse here (no reaping init, no ns_last_pid): the state it leaves
+        squatter = _as_nobody(nobody, SQUATTER, str(record["port"]))
+        daemon_files.write_private(daemon_files.port_path(), json.dumps({**record, "pid": squatter.pid}))
+    try:
+        assert _line(squatter) == "listening"
+        assert daemon_files.pid_alive(squatter.pid) is (os.geteuid() == 0)  # root may signal anyone
+        answered = subprocess.run(guard, input=guard_input, capture_output=True, text=True, timeout=30)
+        code, out, _ = run_cli("decide", f"Is `{GUARDED}` destructive?")
+        found = client.locate(client.peek())[0]
+    finally:
+        squatter.kill()
+        heard = squatter.communicate(timeout=10)[0]
+    assert heard == "", heard  # not a connection: neither the token nor any command
+    assert json.loads(answered.stdout)["hookSpecificOutput"]["permissionDecision"] == "ask", answered
+    assert "no daemon is running" in answered.stderr, answered.stderr
+    assert code == 0 and out[0]["attempts"][0]["provider"] != "daemon", out
+    assert found is None
+
+
+def _other_users_connections(folder: Path, port: int, count: int) -> subprocess.Popen:
+    """uid 65534 opens `count` connections with half a request head each and prints how many
+    of them the server closed within 3 s."""
+    script = r'''
+import socket, sys, time
+port, count = int(sys.argv[1]), int(sys.argv[2])
+held = []
+for _ in range(count):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+    sock.sendall(b"POST /v1/judge HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port)
+    held.append(sock)
+end, closed = time.monotonic() + 3, set()
+while time.monotonic() < end and len(closed) < count:
+    for sock in held:
+        if sock in closed:
+            continue
+        sock.settimeout(0.01)
+        try:
+            if sock.recv(100) == b"":
+                closed.add(sock)
+        except socket.timeout:
+            pass
+        except OSError:
+            closed.add(sock)
+print(len(closed), flush=True)
+'''
+    return _as_nobody(folder, script, str(port), str(count))
+
+
+def test_the_daemon_closes_another_users_connections_before_they_count(daemons, nobody):
+    """Issue L-1: another local user, who cannot authenticate, held the 512 places under the
+    connection cap. On Linux the daemon now closes a connection from another user's socket at
+    once (before, a half-open one was kept for request_read_timeout_s, 10 s)."""
+    _start(daemons)
+    port = daemon_files.read_port()["port"]
+    other = _other_users_connections(nobody, port, 50)
+    assert _line(other, 30) == "50"
+    other.wait(10)
+    assert client.find().get("/v1/status", 10)["rungs"]  # the owner is served meanwhile
+
+
+def test_a_flood_of_half_open_connections_does_not_lock_the_owner_out(daemons):
+    """Issue L-1: a flood of half-open connections (partial heads, each reopened as soon as it
+    is closed) under a descriptor limit of 256 (a cap of 128): the owner's requests were reset
+    at once. Now the connection that has waited longest without a key makes room, so every
+    request of the owner is answered, the daemon lives and its log stays small."""
+    def limit() -> None:  # in `daemon start`, whose daemon inherits it
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    env = {**os.environ, "SYSTEM1_SERVE_PORT": "0"}
+    start = subprocess.run([sys.executable, "-m", "system1_gateway.cli", "daemon", "start"], env=env,
+                           capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    started = json.loads(start.stdout)
+    daemons(started.get("pid"))
+    assert started["status"] == "started", start
+    port = started["url"].rsplit(":", 1)[1]
+    stop, opened = threading.Event(), [0]
+
+    def flood() -> None:
+        with selectors.DefaultSelector() as held:
+            while not stop.is_set():
+                while len(held.get_map()) < 300:
+                    sock = socket.create_connection(("127.0.0.1", int(port)), timeout=2)
+                    sock.sendall(b"POST /v1/judge HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n" % port.encode())
+                    sock.setblocking(False)
+                    held.register(sock, selectors.EVENT_READ)
+                    opened[0] += 1
+                for key, _ in held.select(0.05):  # closed by the server: open another
+                    held.unregister(key.fileobj)
+                    key.fileobj.close()
+            for key in list(held.get_map().values()):
+                key.fileobj.close()
+
+    flooding = threading.Thread(target=flood, daemon=True)
+    flooding.start()
+    try:
+        assert _wait(lambda: opened[0] >= 600, 20)  # the cap is full, and churning
+        began, answered = time.monotonic(), []
+        owner = client.find()
+        for _ in range(5):
+            answered.append(owner.post("/v1/decide", {"question": "Is it?"}, timeout_s=10)["status"])
+        took = time.monotonic() - began
+    finally:
+        stop.set()
+        flooding.join(10)
+    assert answered == ["decided"] * 5 and took < 20, (answered, took)
+    assert _healthz(started["url"])["pid"] == started["pid"]
+    assert daemon_files.log_path().stat().st_size < 5 * 1024 * 1024

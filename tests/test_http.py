@@ -41,7 +41,7 @@ KEY = "k" * 8 + "-test-key-0123456789"
 @contextlib.contextmanager
 def running(gateway: Gateway | None = None, **kwargs):
     """A real server on 127.0.0.1:<free port> in a thread; yields (serving, port)."""
-    serving = Serving(host="127.0.0.1", port=0, gateway=gateway)
+    serving = Serving(host="127.0.0.1", port=0, gateway=gateway, **kwargs)
     bound: dict[str, int] = {}
     ready = threading.Event()
 
@@ -580,6 +580,21 @@ def _closed_by_server(sock, within_s):
         return False
 
 
+def _closed_among(socks, within_s):
+    """How many of `socks` the server closes within `within_s` seconds (waiting on all at once)."""
+    import selectors
+
+    with selectors.DefaultSelector() as watch:
+        for sock in socks:
+            watch.register(sock, selectors.EVENT_READ)
+        closed, end = 0, time.monotonic() + within_s
+        while watch.get_map() and (left := end - time.monotonic()) > 0:
+            for key, _ in watch.select(left):
+                watch.unregister(key.fileobj)
+                closed += _closed_by_server(key.fileobj, 0.01)
+    return closed
+
+
 def test_a_request_that_never_finishes_arriving_is_cut_and_a_whole_one_is_not():
     """Half-open connections and headers sent a byte at a time held descriptors for ever (even
     with a key: authentication needs a request). A request must arrive within
@@ -605,9 +620,11 @@ def test_a_request_that_never_finishes_arriving_is_cut_and_a_whole_one_is_not():
         partial.close()
 
 
-def test_connections_past_the_cap_are_closed_at_once_and_the_server_recovers():
-    """Past max_connections a new connection is closed at once, so the process never runs
-    out of descriptors (then accept() failed in a loop and the log grew by MBs a second)."""
+def test_at_the_cap_the_connection_waiting_longest_is_closed_and_a_new_request_is_served():
+    """Past max_connections the process must not run out of descriptors (then accept() failed in
+    a loop and the log grew by MBs a second). It used to refuse every new connection, so a
+    flood of half-open ones locked the owner out (issue L-1: 23 of 24 requests failed); now
+    the connection that has waited longest without a request is closed to make room."""
     import socket
 
     with running(_bounded_gateway(max_connections=8, request_read_timeout_s=30)) as (_, port):
@@ -615,16 +632,50 @@ def test_connections_past_the_cap_are_closed_at_once_and_the_server_recovers():
         held = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
         time.sleep(0.3)  # the server has accepted them
         flood = [socket.create_connection(("127.0.0.1", port)) for _ in range(40)]
-        assert all(_closed_by_server(sock, 5) for sock in flood)
         for sock in flood:
+            sock.sendall(b"POST /v1/decide HTTP/1.1\r\n")  # half a head, never finished
+        oldest, newest = held + flood[:32], flood[32:]
+        assert all(_closed_by_server(sock, 5) for sock in oldest)
+        assert _closed_among(newest, 0.2) == 0
+        for sock in oldest:
             sock.close()
         # this process holds both ends: our 8 clients + the server's 8, nothing for the 40
         assert len(os.listdir("/proc/self/fd")) - fds_before <= 8 * 2 + 4
-        for sock in held:
-            sock.close()
-        time.sleep(0.3)
+        # the cap is full of connections waiting for their head: a request still gets in
         status, _, body = call(port, "POST", "/v1/decide", {"question": "Is it?"})
         assert status == 200 and body["status"] == "decided"
+        assert _closed_among(newest, 1) == 1  # it made room for itself
+        for sock in newest:
+            sock.close()
+
+
+def test_at_the_cap_a_connection_that_presented_the_key_is_never_closed_for_room():
+    """Room is made from connections without a key only: the owner's request, whose head
+    carried the token, keeps its place however many connections arrive after it."""
+    import socket
+
+    token = "k" * 43
+    with running(_bounded_gateway(max_connections=8, request_read_timeout_s=30), token=token) as (_, port):
+        owner = socket.create_connection(("127.0.0.1", port))
+        body = json.dumps({"question": "Is it?"}).encode()
+        owner.sendall(b"POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                      % (port, token.encode(), len(body)) + body[:1])  # the head, and the body to come
+        time.sleep(0.3)
+        stranger = socket.create_connection(("127.0.0.1", port))  # a whole head, a wrong key
+        stranger.sendall(b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n\r\n"
+                         % (port, b"x" * 43))
+        flood = [socket.create_connection(("127.0.0.1", port)) for _ in range(30)]
+        assert all(_closed_by_server(sock, 5) for sock in flood[:20])
+        assert _closed_by_server(stranger, 5)  # (answered 401) a place to make room with
+        owner.sendall(body[1:])
+        owner.settimeout(10)
+        reply = b""
+        while chunk := owner.recv(65536):
+            reply += chunk
+        assert reply.startswith(b"HTTP/1.1 200 ") and b'"decided"' in reply, reply[:300]
+        for sock in (owner, stranger, *flood):
+            sock.close()
 
 
 def test_a_repeated_accept_error_is_logged_once_a_minute():

@@ -441,10 +441,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_daemon(args: argparse.Namespace) -> int:
     from .daemon import command
 
-    def serving(host: str, port: int, token: str) -> Any:  # `daemon run` serves with the HTTP face
+    def serving(host: str, port: int, token: str, session: str) -> Any:  # `daemon run` serves with the HTTP face
         from .http.serving import Serving
 
-        return Serving(host=host, port=port, token=token)
+        return Serving(host=host, port=port, token=token, session=session)
 
     return command(args, serving)
 

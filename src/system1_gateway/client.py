@@ -119,20 +119,26 @@ class Daemon:
         return self._call("GET", path, path, None, timeout_s)
 
     def _call(self, method: str, path: str, target: str, body: bytes | None, timeout_s: float) -> dict[str, Any]:
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
-        head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{self.port}", "Accept: application/json",
-                "Connection: close"]
-        if body is not None:
-            head += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
-        if self.api_key:
-            head.append(f"Authorization: Bearer {self.api_key}")
-        request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (body or b"")
-        try:
-            status, data = _exchange(host, self.port, request, timeout_s)
-        except OSError as exc:  # refused, reset, timeout, a torn reply
-            kind = "timeout" if isinstance(exc, (socket.timeout, TimeoutError)) else \
-                str(exc) if isinstance(exc, TornReply) else type(exc).__name__
-            raise DaemonUnavailable(f"{method} {path}: {kind}") from None
+        end = time.monotonic() + timeout_s
+        for first in (True, False):
+            host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
+            head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{self.port}", "Accept: application/json",
+                    "Connection: close"]
+            if body is not None:
+                head += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
+            if self.api_key:
+                head.append(f"Authorization: Bearer {self.api_key}")
+            request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (body or b"")
+            try:
+                status, data = _exchange(host, self.port, request, max(end - time.monotonic(), 0.001))
+            except OSError as exc:  # refused, reset, timeout, a torn reply
+                if first and isinstance(exc, ConnectionRefusedError) and self._follow():
+                    continue
+                kind = "timeout" if isinstance(exc, (socket.timeout, TimeoutError)) else \
+                    str(exc) if isinstance(exc, TornReply) else type(exc).__name__
+                raise DaemonUnavailable(f"{method} {path}: {kind}") from None
+            if not (first and status == 401 and self._follow()):
+                break
         try:
             answer = bounded_json.loads(data)
         except (ValueError, RecursionError):
@@ -146,6 +152,21 @@ class Daemon:
 
     def describe(self) -> str:
         return f"pid {self.pid}, {self.url}"
+
+    def _follow(self) -> bool:
+        """Once a call was refused (401: each daemon start has its own token; or the port is
+        closed): when the port file now names another live start of a daemon with the same
+        settings, take its address and token (a long-lived process keeps its Daemon across
+        the daemon's restarts). False when there is nothing new to follow."""
+        record = _live_record()
+        if not self.fingerprint or record is None or record["fingerprint"] != self.fingerprint or \
+                (record["pid"], record["started"]) == (self.pid, self.started):
+            return False
+        fresh = _from_record(record, None)
+        self.pid, self.host, self.port, self.url, self.started = fresh.pid, fresh.host, fresh.port, fresh.url, \
+            fresh.started
+        self.api_key = fresh.api_key or self.api_key  # a daemon from before tokens: the key we had
+        return True
 
 
 class TornReply(OSError):
@@ -234,11 +255,23 @@ def _from_record(record: dict[str, Any], settings: Settings | None) -> Daemon:
                   started=float(record["started"]), fingerprint=record["fingerprint"], api_key=key or None)
 
 
-def locate(settings: Settings | None = None) -> tuple[Daemon | None, bool]:
-    """(the daemon named by the port file if its process is alive, whether its settings are
-    this process's). A missing, torn or stale port file is (None, False)."""
+def _live_record() -> dict[str, Any] | None:
+    """The port file's record while its daemon lives: a process of this user (not this one)
+    with that pid, and daemon.lock held. A daemon killed without cleanup leaves its port
+    file, and another local user may take its port and even its pid; the lock alone dies with
+    the daemon (daemon_files: the client never sends such a listener the token or a request)."""
     record = daemon_files.read_port()
-    if record is None or record["pid"] == os.getpid() or not daemon_files.pid_alive(record["pid"]):
+    if record is None or record["pid"] == os.getpid() or not daemon_files.pid_alive(record["pid"]) or \
+            not daemon_files.lock_held():
+        return None
+    return record
+
+
+def locate(settings: Settings | None = None) -> tuple[Daemon | None, bool]:
+    """(the daemon named by the port file if it is alive, whether its settings are this
+    process's). A missing, torn or stale port file is (None, False)."""
+    record = _live_record()
+    if record is None:
         return None, False
     return _from_record(record, settings), record["fingerprint"] == daemon_files.fingerprint()
 

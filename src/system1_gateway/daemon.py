@@ -35,8 +35,8 @@ from . import __version__
 from .addresses import http_url
 from .client import Daemon, DaemonUnavailable
 from .paths import private_dir
-from .daemon_files import (LOCK_FD_ENV, daemon_dir, daemon_token, fingerprint, lock_path, log_path, pid_alive,
-                           pid_path, port_path, read_port, write_private)
+from .daemon_files import (LOCK_FD_ENV, daemon_dir, daemon_token, fingerprint, lock_held, lock_path, log_path,
+                           new_token, pid_alive, pid_path, port_path, read_port, write_private)
 
 if TYPE_CHECKING:
     import subprocess
@@ -93,19 +93,6 @@ def _release(fd: int) -> None:
         os.close(fd)  # flock: closing the last descriptor of the open file releases it
     except OSError:
         pass
-
-
-def lock_held() -> bool:
-    """True when a daemon (or a starter) holds daemon.lock, i.e. one is alive or coming up."""
-    try:
-        fd = _open_lock()
-    except OSError:
-        return False
-    if _try_lock(fd):
-        _release(fd)
-        return False
-    os.close(fd)
-    return True
 
 
 def _adopt_inherited_lock() -> int | None:
@@ -636,16 +623,20 @@ def _idle_watcher(serving: Any, idle_exit_min: float, watch: _Watch) -> Callable
     return loop
 
 
-def run(serving_for: Callable[[str, int, str], Any]) -> int:
+def run(serving_for: Callable[[str, int, str, str], Any]) -> int:
     """`system1 daemon run`: serve in the foreground as the daemon (what `start` launches).
-    `serving_for(host, port, token)` is the server, requiring `token` on every request but
-    /healthz (the CLI passes http.serving.Serving): the lifecycle knows no server."""
+    `serving_for(host, port, token, session)` is the server, requiring one of the two tokens
+    on every request but /healthz (the CLI passes http.serving.Serving): the lifecycle knows
+    no server."""
     fd = _adopt_inherited_lock()
     if fd is None:
         fd, outcome = _take_lock_for_run()
         if fd is None:
             _emit(outcome or {}, pretty=False)
             return EXIT_OK if outcome and outcome.get("status") == "running" else EXIT_FAILED
+    # We hold the lock, so no daemon is alive: a port file left by a killed one goes now, not
+    # once we listen (a client must not send anything to whoever took its port meanwhile).
+    _remove_files()
     watch = _Watch()
     code = EXIT_FAILED  # until the server says otherwise (an exception before it ran, too)
     try:
@@ -653,8 +644,11 @@ def run(serving_for: Callable[[str, int, str], Any]) -> int:
         if not port_free(host, port):
             _say(f"port {port} on {host} is taken by another program: using a free port (see {port_path().name})")
             port = 0
-        token = daemon_token()
-        serving = serving_for(host, port, token)
+        # The port file's token is new at every start: a client that ever sent it to the wrong
+        # listener (a race with this daemon's death) gave away nothing that opens the next daemon.
+        # daemon.token stays for clients configured with it by hand.
+        token, session = daemon_token(), new_token()
+        serving = serving_for(host, port, token, session)
 
         def on_signal(signum: int, _frame: Any) -> None:
             watch.reason = f"signal {signal.Signals(signum).name}"
@@ -668,7 +662,7 @@ def run(serving_for: Callable[[str, int, str], Any]) -> int:
             write_private(pid_path(), f"{os.getpid()}\n")
             write_private(port_path(), json.dumps({
                 "pid": os.getpid(), "host": bound_host, "port": bound_port, "url": url,
-                "fingerprint": fingerprint(), "version": __version__, "started": time.time(), "token": token}))
+                "fingerprint": fingerprint(), "version": __version__, "started": time.time(), "token": session}))
             _say(f"serving {url} (idle exit: {f'{idle_exit_min:g} min' if idle_exit_min else 'never'})")
             _unlink(failure_path())  # a start that worked ends the backoff
             watch.started.set()
@@ -709,7 +703,7 @@ def _ok(result: dict[str, Any]) -> int:
     return EXIT_FAILED if result.get("error") or result.get("status") == "failed" else EXIT_OK
 
 
-def command(args: Any, serving_for: Callable[[str, int, str], Any] | None = None) -> int:
+def command(args: Any, serving_for: Callable[[str, int, str, str], Any] | None = None) -> int:
     """`system1 daemon <action> [--apply] [--pretty]`: one JSON object on stdout; exit 0 ok,
     1 failed, 2 invalid."""
     action, pretty, apply = getattr(args, "action", None), bool(getattr(args, "pretty", False)), \

@@ -6,15 +6,21 @@ alone would cost ≈ 140 ms.
 Files, under `<state>/daemon/` (created 0700; files 0600):
   daemon.lock  held (flock) by the one process that starts or runs the daemon
   daemon.pid   the serving process's pid, as text
-  daemon.port  JSON: {"pid", "host", "port", "url", "fingerprint", "version", "started", "token"}
-  daemon.token the per-user secret every request to the daemon carries (`Authorization: Bearer`):
-               made once, kept across restarts (so an MCP client or SDK configured with it keeps
-               working); the port file carries a copy, so a client reads one file
+  daemon.port  JSON: {"pid", "host", "port", "url", "fingerprint", "version", "started", "token"};
+               its "token" is made afresh by each daemon start (a session token)
+  daemon.token a per-user secret made once and kept across restarts, for clients configured
+               by hand (an MCP client's header, an SDK); the daemon accepts either token
+               (`Authorization: Bearer`)
   daemon.log   the daemon's stderr
 
-Only this user can read the token (a 0600 file in a 0700 folder), so only this user's
+Only this user can read the tokens (0600 files in a 0700 folder), so only this user's
 programs can use the daemon; another local user's requests are refused (401) before anything
 runs.
+
+A port file outlives a daemon killed without cleanup (SIGKILL, the OOM killer, a crash), and
+another local user may then listen on its port and take over its pid. So a client trusts the
+port file only while daemon.lock is held (the kernel drops the lock with its holder) and its
+pid is a process this user may signal; and the token it would send dies with that daemon.
 
 A client uses the daemon only when the port file's fingerprint equals its own: the same
 config file content and the same answer-changing SYSTEM1_* variables. A call with other
@@ -112,19 +118,25 @@ def token_path() -> Path:
 TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
-def daemon_token() -> str:
-    """This user's daemon secret, made on first use (43 URL-safe characters, 256 bits) and
-    kept: the daemon calls this once at start, never a client (clients read the port file)."""
-    import secrets  # only the daemon makes a token (secrets imports hashlib: OpenSSL)
+def new_token() -> str:
+    """43 URL-safe characters, 256 bits (the daemon's session token, and daemon.token)."""
+    import secrets  # only the daemon makes tokens (secrets imports hashlib: OpenSSL)
 
+    return secrets.token_urlsafe(32)
+
+
+def daemon_token() -> str:
+    """This user's lasting daemon secret (daemon.token), made on first use and kept: the
+    daemon calls this once at start, never a client (clients send the port file's session
+    token, which a daemon that dies takes with it)."""
     path = token_path()
     try:
         token = path.read_text(encoding="ascii").strip()
         if len(token) >= 32 and set(token) <= TOKEN_CHARS:
             return token
     except (OSError, UnicodeDecodeError):
-        pass  # absent or damaged: a new one (clients get it from the new port file)
-    token = secrets.token_urlsafe(32)
+        pass  # absent or damaged: a new one
+    token = new_token()
     write_private(path, token + "\n")
     return token
 
@@ -152,8 +164,9 @@ def write_private(path: Path, text: str) -> None:
 
 
 def pid_alive(pid: int) -> bool:
-    """True when a process with this pid exists (it may belong to someone else: the port
-    file's fingerprint and a health call confirm it is our daemon)."""
+    """True when a process with this pid exists and this user may signal it. Another user's
+    process (EPERM) is never our daemon, which runs as this user: after our daemon died,
+    another local user can fork until they own its pid (seconds), and must not pass for it."""
     if pid <= 0:
         return False
     if sys.platform == "win32":
@@ -169,5 +182,36 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        return False  # another user's process (as hooks/channel.py's alive() and the Pi extension decide)
     return True
+
+
+def lock_held() -> bool:
+    """True when a process holds daemon.lock: a daemon serving, or a start under way. The
+    kernel drops the lock when its holder dies (kill -9 included), so a free lock means the
+    port file is stale, whoever now answers on its port. Opens nothing for writing and
+    creates nothing (a client may run where the state folder is read-only)."""
+    try:
+        fd = os.open(lock_path(), os.O_RDONLY)
+    except OSError:
+        return False  # no lock file: no daemon was ever started here (or not ours to read)
+    try:
+        if sys.platform == "win32":
+            import msvcrt
+
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            except OSError:
+                return True
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+            return False
+        import fcntl
+
+        try:  # shared: two clients testing at once do not see each other as the daemon
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        return False  # closing the descriptor below releases the test lock
+    finally:
+        os.close(fd)

@@ -126,10 +126,10 @@ def _until_stopping(receive: Callable, stopping: asyncio.Event) -> Callable:
 
 
 # -- the app ---------------------------------------------------------------------------------
-def create_app(gateway: Gateway, *, api_key: str | None = None, token: str | None = None, allowed_hosts: Any = None,
-               mcp_server: Any = None) -> FastAPI:
-    """The ASGI app. `api_key` ([serve] api_key_env's) and `token` (the daemon's per-user
-    secret): each one is accepted as the bearer key; with neither, no key is asked. `allowed_hosts`: the Host header values accepted (None: any; `Serving`
+def create_app(gateway: Gateway, *, api_key: str | None = None, token: str | None = None, session: str | None = None,
+               allowed_hosts: Any = None, mcp_server: Any = None) -> FastAPI:
+    """The ASGI app. `api_key` ([serve] api_key_env's), `token` (the daemon's lasting per-user
+    secret) and `session` (this daemon start's): each one is accepted as the bearer key; with none, no key is asked. `allowed_hosts`: the Host header values accepted (None: any; `Serving`
     passes the loopback names with the bound port). `mcp_server`: an already built MCP
     server to mount at /mcp (default: `mcp_server.build_server` on this gateway)."""
     from ..jev_wire import router as jev_router
@@ -168,7 +168,7 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, token: str | Non
     # Starlette types a handler as taking any Exception; each of these is registered for its own class only
     app.add_exception_handler(StarletteHTTPException, _http_exception)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_exception)  # type: ignore[arg-type]
-    app.add_middleware(Guard, keys=tuple(k for k in (api_key, token) if k), allowed_hosts=hosts)
+    app.add_middleware(Guard, keys=tuple(k for k in (api_key, token, session) if k), allowed_hosts=hosts)
     app.add_middleware(Front, state=app.state)
     _generated_openapi(app)
     return app

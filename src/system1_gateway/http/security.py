@@ -100,17 +100,23 @@ class Guard:
 
     def _authenticated(self, headers: dict[str, str]) -> bool:
         """No key configured, or the request carries one of them."""
-        if not self.keys:
-            return True
-        # Only the whitespace HTTP allows around a value (SP, HTAB; h11 strips it, other servers
-        # may not): str.strip() also dropped control characters (\x0b, \x1c-\x1f), so
-        # "Bearer <token>\x0b" passed (fuzz, issue 27).
-        # Between scheme and token only spaces (RFC 9110 §11.4: `auth-scheme 1*SP token68`).
-        scheme, _, given = headers.get("authorization", "").strip(" \t").partition(" ")
-        presented = given.lstrip(" ").encode("utf-8", "replace")
-        # compare_digest with every key, always: the time taken says nothing about which matched
-        matches = [hmac.compare_digest(presented, key) for key in self.keys]
-        return scheme.lower() == "bearer" and any(matches)
+        return authenticates(self.keys, headers.get("authorization", ""))
+
+
+def authenticates(keys: tuple[bytes, ...], authorization: str) -> bool:
+    """No key configured, or this Authorization header value carries one of them (also
+    asked by the connection cap, http/connections.py, to tell the owner's connections)."""
+    if not keys:
+        return True
+    # Only the whitespace HTTP allows around a value (SP, HTAB; h11 strips it, other servers
+    # may not): str.strip() also dropped control characters (\x0b, \x1c-\x1f), so
+    # "Bearer <token>\x0b" passed (fuzz, issue 27).
+    # Between scheme and token only spaces (RFC 9110 §11.4: `auth-scheme 1*SP token68`).
+    scheme, _, given = authorization.strip(" \t").partition(" ")
+    presented = given.lstrip(" ").encode("utf-8", "replace")
+    # compare_digest with every key, always: the time taken says nothing about which matched
+    matches = [hmac.compare_digest(presented, key) for key in keys]
+    return scheme.lower() == "bearer" and any(matches)
 
 
 def _too_large() -> Response:

@@ -60,7 +60,7 @@ class Serving:
     """One `system1 serve` run: `run()` blocks serving; `stop()` (any thread) is graceful."""
 
     def __init__(self, host: str | None = None, port: int | None = None, gateway: Gateway | None = None,
-                 token: str | None = None):
+                 token: str | None = None, session: str | None = None):
         # This process is the server: its Gateway is built here (not through answerer.py), so
         # its embedded rungs load their own engine and never delegate to a daemon.
         self._gateway = gateway
@@ -69,6 +69,7 @@ class Serving:
         self.host = host or settings.host
         self.port = settings.port if port is None else port
         self.token = token  # the daemon's per-user secret (daemon_files.daemon_token), besides any api key
+        self.session = session  # the daemon's token for this start (the port file's)
         self._server: _Uvicorn | None = None
         self._app: FastAPI | None = None
         self._stop = False
@@ -107,13 +108,20 @@ class Serving:
         owned = self._gateway is None
         gateway = self._gateway or Gateway.from_environment()
         name = self.settings.api_key_env
-        app = create_app(gateway, api_key=os.environ.get(name) if name else None, token=self.token,
+        api_key = os.environ.get(name) if name else None
+        app = create_app(gateway, api_key=api_key, token=self.token, session=self.session,
                          allowed_hosts=loopback_hosts(port) if is_loopback(self.host) else None)
         grace = self.settings.load_budget_s + gateway.config.gateway.deadline_s + 5  # the longest request
         quiet_accept_errors()
-        http = protocol(connection_cap(self.settings.max_connections), self.settings.request_read_timeout_s)
+        # The per-user daemon (it has a token) serves its own user only: on Linux, connections
+        # from another local user's sockets are closed before they take a place under the cap.
+        owner = os.getuid() if self.token and sys.platform.startswith("linux") else None
+        cap = connection_cap(self.settings.max_connections)
+        http = protocol(cap, self.settings.request_read_timeout_s,
+                        keys=tuple(k for k in (api_key, self.token, self.session) if k), owner_uid=owner)
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", server_header=False,
-                                timeout_graceful_shutdown=int(grace), ws="none", http=http)
+                                timeout_graceful_shutdown=int(grace), ws="none", http=http,
+                                backlog=accept_batch(cap))
         server = _Uvicorn(config, lambda: on_started(self.host, port) if on_started else None, app)
         self._app, self._server = app, server
         server.should_exit = self._stop
@@ -156,6 +164,20 @@ def connection_cap(configured: int) -> int:
     except (ImportError, OSError, ValueError):  # no resource module (Windows)
         return configured
     return configured if soft == resource.RLIM_INFINITY else max(4, min(configured, soft // 2))
+
+
+def accept_batch(cap: int) -> int:
+    """uvicorn's `backlog`: asyncio accepts up to this many connections in one go (and it is
+    the listen queue). Past the cap each new connection closes an old one, but only a moment
+    later: a batch of 2048 under a limit of 256 descriptors ran accept() out of them, and
+    asyncio then stops accepting for a second, the owner's request waiting with the flood."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 2048
+    return 2048 if soft == resource.RLIM_INFINITY else max(16, min(2048, soft - cap - 64))
 
 
 def _bind(host: str, port: int) -> socket.socket:
