@@ -151,7 +151,13 @@ class Policy:
         return False
 
 
+# `--dry-run=none` (kubectl) or `=false` asks for no dry run: it is not the flag `--dry-run`
+_NO_DRY_RUN = re.compile(r"^--dry-?run=(none|false|no|off|0)$", re.I)
+
+
 def _has_flag(word: str, flag: str) -> bool:
+    if _NO_DRY_RUN.match(word):
+        return False
     if word == flag or (flag.startswith("--") and word.startswith(flag + "=")):
         return True
     if len(flag) == 2 and flag[0] == "-" and flag[1] != "-" and re.fullmatch(r"-[A-Za-z]{2,}", word):

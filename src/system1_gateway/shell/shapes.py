@@ -693,7 +693,7 @@ def _rename(words: list[str | None]) -> str | None:
         m = _PERL_SUBST.match(expr)
         if m is None:
             return "a rename expression is Perl code: only `s///` and `y///` are read"
-        flags = expr.rstrip()[len(expr.rstrip().rstrip("gimsxrnaludp")):]
+        flags = re.search(r"([A-Za-z]*)\s*$", expr).group(1)  # type: ignore[union-attr]
         if "e" in flags or re.search(r"[@$]\{|\(\?\??\{|\\N\{", expr):
             return "the rename expression evaluates code (`/e`, `@{[…]}`, `(?{…})`)"
     return None
