@@ -36,6 +36,7 @@ class Verdict:
     destructive: bool | None  # None: no rule knows this part; the engine judges it
     rule: str | None
     why: str
+    shown: str | None = None  # what the engine is shown of the part, when not its text
 
 
 @dataclass(frozen=True)
@@ -222,5 +223,7 @@ def decide(part: Part) -> Verdict:
     if part.writes:
         return Verdict(None, None, "it overwrites a file: the engine judges whether that destroys anything")
     if doubted is not None:
-        return Verdict(None, None, f"rule {doubted[0].id} does not certify this: {doubted[1]}")
+        shown = part.text_with_assigns
+        return Verdict(None, None, f"rule {doubted[0].id} does not certify this: {doubted[1]}",
+                       shown if shown != part.text else None)
     return Verdict(None, None, "")

@@ -103,9 +103,14 @@ class Part:
 
     @property
     def text(self) -> str:
-        """What the engine is shown: the assignments that can change what runs, the words as
-        written, then the redirections. The same command reads alike alone, chained, or under
-        `sudo`/`bash -c`."""
+        """What the engine is shown: the words as written, then the redirections. The same
+        command reads alike alone, chained, or under `sudo`/`bash -c`."""
+        return (" ".join(self.texts) + self.redirects).strip()
+
+    @property
+    def text_with_assigns(self) -> str:
+        """`text` after the assignments that can change what runs (`LD_PRELOAD=./x.so ls`): what
+        the engine is shown of a part a safe rule matched but does not certify because of them."""
         shown = [a for a in self.assigns if not harmless_assignment(a)]
         return (" ".join(shown + self.texts) + self.redirects).strip()
 
