@@ -214,12 +214,12 @@ def decide(part: Part) -> Verdict:
         if part.writes:
             break
         base = (part.name or "").rsplit("/", 1)[-1]
-        why = doubt(rule.id, part, policy().decided_flags.get(base, frozenset()))
-        if not why:
+        reason = doubt(rule.id, part, policy().decided_flags.get(base, frozenset()))
+        if not reason:
             return Verdict(False, rule.id, rule.why)
         # a "safe" rule certifies only shapes known to be harmless (issue 38): the next rule,
         # or the engine, decides
-        doubted = doubted or (rule, why)
+        doubted = doubted or (rule, reason)
     if part.writes:
         return Verdict(None, None, "it overwrites a file: the engine judges whether that destroys anything")
     if doubted is not None:

@@ -293,6 +293,7 @@ class _Reader:
                     self.reading.defined[w] = "hash -p"
         elif base in ("read", "mapfile", "readarray", "printf", "export", "declare", "typeset", "local", "readonly",
                       "getopts"):
+            names: list[str | None]
             if base == "printf":
                 names = [args[i + 1] for i, w in enumerate(args[:-1]) if w == "-v"]
             elif base in ("read", "mapfile", "readarray", "getopts"):
@@ -301,9 +302,9 @@ class _Reader:
                 names = [w.split("=", 1)[0] for w in args if w is not None and _ASSIGNMENT.match(w)]
             exported = base == "export" or (base in ("declare", "typeset") and any(
                 w is not None and w.startswith("-") and "x" in w for w in args))
-            for name in names:
-                if name is None or (not harmless_assignment(f"{name}=") and (exported or _ENV_NAME.match(name))):
-                    self.reading.env_set.append(name or "a variable")
+            for var in names:
+                if var is None or (not harmless_assignment(f"{var}=") and (exported or _ENV_NAME.match(var))):
+                    self.reading.env_set.append(var or "a variable")
 
     def assigned(self, node) -> None:
         """A variable set by a statement (`PATH=.:$PATH; ls`, `export GIT_PAGER=…`): it changes what

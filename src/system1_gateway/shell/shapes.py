@@ -389,9 +389,10 @@ def sed_script_doubt(script: str) -> str | None:
                 i += 1
             continue
         start = i
-        i = address(i)
-        if i is None:
+        after = address(i)
+        if after is None:
             return "a sed script this check cannot read"
+        i = after
         if i > start:
             while i < n and s[i] in " \t":
                 i += 1
@@ -651,11 +652,11 @@ def _cloud(words: list[str | None]) -> str | None:
             return "`--outfile` writes a local file"
     if base in ("gh", "glab"):
         plain = _plain(words)
-        args = [w or "" for w in words[1:]]
+        given = [w or "" for w in words[1:]]
         if plain[:1] == ["api"] and any(re.match(r"^(-[A-Za-z]*[fFX]|--(field|raw-field|input|method))", w)
-                                        for w in args):
+                                        for w in given):
             return f"`{base} api` with fields sends a request that can change or delete"
-        if any(re.match(r"^-[A-Za-z]*f$", w) for w in args if not w.startswith("--")) and plain[1:2] == ["checkout"]:
+        if any(re.match(r"^-[A-Za-z]*f$", w) for w in given if not w.startswith("--")) and plain[1:2] == ["checkout"]:
             return "`checkout --force` resets the local branch"
     if base == "rclone" and any((w or "").startswith("--") and "command" in (w or "") for w in words[1:]):
         return "an rclone option that runs a command"
