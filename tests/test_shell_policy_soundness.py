@@ -30,7 +30,7 @@ ASSIGNMENTS = [
     "GIT_DIR=./x", "PAGER='sh -c x'", "MANPAGER=./x", "EDITOR=./x", "VISUAL=./x", "LESSOPEN='|./x %s'",
     "LESS='+!x'", "PYTHONSTARTUP=./x.py", "PYTHONPATH=.", "NODE_OPTIONS='--require ./x.js'", "PERL5OPT=-Mx",
     "RUBYOPT=-rx", "KUBECONFIG=./x", "RIPGREP_CONFIG_PATH=./x", "TF_CLI_ARGS=-auto-approve", "DEPLOY_COMMAND=./x",
-    "PROMPT_COMMAND=./x", "IFS=x",
+    "PROMPT_COMMAND=./x",
 ]
 # The same through the other ways of setting it.
 SETTERS = [

@@ -40,8 +40,11 @@ PLAIN = frozenset({
     "realpath", "readlink", "seq", "expr", "clear", "netstat", "ping", "dig", "nslookup", "host", "traceroute",
     "whois", "tput", "locale", "getconf", "getent", "nm", "objdump", "readelf", "tty", "who", "w", "last", "vmstat",
     "iostat", "mpstat", "lsmod", "ulimit", "umask", "shift", "return", "exit", "break", "continue", "mkdir",
-    "mktemp", "lsattr", "getfacl", "numfmt", "factor", "diffstat", "tokei", "help",
+    "mktemp", "lsattr", "getfacl", "numfmt", "factor", "diffstat", "tokei", "help", "printf",
 })
+# Cloud CLIs whose danger is in the command path (a literal verb), not in an option's value: a
+# quoted value built at run time after an option (`--instance-ids "$id"`) changes no verb.
+VALUES_AT_RUN_TIME = frozenset({"aws", "gcloud", "az"})
 
 # Long options (without `--`) that run a command or write a file, per command. A unique prefix
 # of one (`--outp`, `--forc`) is doubted as well; so are the long flags of the destructive
@@ -129,9 +132,13 @@ def doubt(rule_id: str, part: Part, abbreviated: frozenset[str] = frozenset()) -
     if rule_id == "help":
         return _help(base, words)
     if base not in PLAIN:
+        previous = ""
         for w, text in zip(words[1:], part.texts[1:]):
-            if w is None and not _fixed_start(text):
+            if w is None and not _fixed_start(text) and not (
+                    base in VALUES_AT_RUN_TIME and previous.startswith("--") and "=" not in previous
+                    and text.startswith('"') and text.endswith('"')):
                 return f"`{text[:40]}` is built at run time and could be any option of `{base}`"
+            previous = w or ""
     danger = LONG.get(base, frozenset())
     prefixes = danger | abbreviated
     short = SHORT.get(base, "")
@@ -609,9 +616,10 @@ def _terraform(words: list[str | None]) -> str | None:
 CLOUD_CHANGE = frozenset(
     "delete remove rm rb rmdir terminate destroy purge deregister revoke detach disassociate disable put update modify "
     "reset restore stop reboot cancel drop wipe erase deprovision uninstall unpublish archive scale deploy replace "
-    "rotate move mv sync transfer rename kill logout set unset edit pull push import clear flush truncate overwrite "
-    "write upload cp copy apply exec invoke ssh execute shell attach evict release expire rollback revert merge "
+    "rotate move mv sync transfer rename kill logout unset edit pull push import clear flush truncate overwrite "
+    "write upload cp copy apply exec invoke ssh execute shell attach evict expire rollback revert merge "
     "close lock unlock abort promote failover empty batch force send start reinstall install rerun enable".split())
+# (`set` and `release` are nouns too: `gcloud config set` is cloud-destroy's, `aws ec2 release-address` has no read verb)
 # cloud-read's verbs (policy.json); the verb must stand in the command path, not as an option's value
 CLOUD_READ = re.compile(r"^(describe|list|ls|get|show|view|status|logs|log|whoami|version|help|info|search|diff|"
                         r"inspect|check|cat|head|du|tree|config|auth|login|print|browse|open|api|watch|wait|tail|"
@@ -623,12 +631,6 @@ CLOUD_GLOBAL_VALUES = frozenset("--profile --region --output --endpoint-url --qu
 
 def _cloud(words: list[str | None]) -> str | None:
     base = (words[0] or "").rsplit("/", 1)[-1]
-    for w in words[1:]:
-        if w is None:
-            continue
-        for segment in re.split(r"[-:_./=,\s]+", w.lower()):
-            if segment in CLOUD_CHANGE:
-                return f"`{w[:40]}` names an operation that changes something"
     lead: list[str] = []
     args = words[1:]
     i = 0
@@ -638,6 +640,10 @@ def _cloud(words: list[str | None]) -> str | None:
         if w is None or w.startswith("-"):
             break
         lead.append(w)
+    for w in lead[:4]:  # the command path: `batch-delete-image`, `instances delete list`
+        for segment in re.split(r"[-:_./=,\s]+", w.lower()):
+            if segment in CLOUD_CHANGE:
+                return f"`{w[:40]}` names an operation that changes something"
     if base == "aws":
         if len(lead) < 2 or not CLOUD_READ.match(lead[1]):
             return "the operation (`aws SERVICE OPERATION`) is not one that only reads"
@@ -653,8 +659,10 @@ def _cloud(words: list[str | None]) -> str | None:
     if base in ("gh", "glab"):
         plain = _plain(words)
         given = [w or "" for w in words[1:]]
-        if plain[:1] == ["api"] and any(re.match(r"^(-[A-Za-z]*[fFX]|--(field|raw-field|input|method))", w)
-                                        for w in given):
+        query_only = plain[1:2] == ["graphql"] and not any(
+            "mutation" in w.lower() or "=@" in w or re.match(r"^(-[A-Za-z]*X|--(input|method))", w) for w in given)
+        if plain[:1] == ["api"] and not query_only and any(
+                re.match(r"^(-[A-Za-z]*[fFX]|--(field|raw-field|input|method))", w) for w in given):
             return f"`{base} api` with fields sends a request that can change or delete"
         if any(re.match(r"^-[A-Za-z]*f$", w) for w in given if not w.startswith("--")) and plain[1:2] == ["checkout"]:
             return "`checkout --force` resets the local branch"
