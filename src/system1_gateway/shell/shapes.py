@@ -647,8 +647,15 @@ def _cloud(words: list[str | None]) -> str | None:
     if base == "aws":
         if len(lead) < 2 or not CLOUD_READ.match(lead[1]):
             return "the operation (`aws SERVICE OPERATION`) is not one that only reads"
-    elif not any(CLOUD_READ.match(w) for w in lead[:4]):
-        return "no read verb stands in the command path (before its options)"
+        verbs = [lead[1]]
+    else:
+        verbs = [w for w in lead[:4] if CLOUD_READ.match(w)]
+        if not verbs:
+            return "no read verb stands in the command path (before its options)"
+    if base not in ("gh", "glab") and all(v.startswith("create") for v in verbs):
+        # a forge's `pr create` is ordinary work; a cloud's create deploys (`az deployment group
+        # create --mode Complete` deletes what the template omits), invalidates or runs code
+        return f"`{verbs[0][:40]}` creates cloud resources, which can deploy, replace or run code"
     if base == "aws":
         plain = _plain(words, frozenset({"--profile", "--region", "--output", "--endpoint-url", "--query",
                                          "--cli-read-timeout"}))
