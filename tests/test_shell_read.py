@@ -127,12 +127,19 @@ def test_redirections_that_overwrite_are_writes():
 
 
 def test_a_part_reads_alike_alone_chained_and_wrapped():
-    """What the engine is shown of `d` does not depend on what surrounds it."""
+    """What the engine is shown of `d` does not depend on what surrounds it. The assignments it
+    runs with are kept beside it (issue 38: a safe rule that does not certify a part because of
+    one shows it to the engine); a harmless one (locale, colours) is not shown."""
     alone = read("rm -rf ./build 2>/dev/null").parts[0].text
     for wrapped in ("git status && rm -rf ./build 2>/dev/null", "sudo rm -rf ./build 2>/dev/null",
                     "bash -c 'rm -rf ./build 2>/dev/null'", "env X=1 rm -rf ./build 2>/dev/null",
                     "ls -la;\nrm -rf ./build 2>/dev/null"):
         assert read(wrapped).parts[-1].text == alone, wrapped
+    for wrapped in ("env X=1 rm -rf ./build 2>/dev/null", "X=1 rm -rf ./build 2>/dev/null",
+                    "X=1 bash -c 'rm -rf ./build 2>/dev/null'", "sudo X=1 rm -rf ./build 2>/dev/null",
+                    "LANG=C X=1 rm -rf ./build 2>/dev/null"):
+        assert read(wrapped).parts[-1].text_with_assigns == "X=1 " + alone, wrapped
+    assert read("LC_ALL=C NO_COLOR=1 rm -rf ./build 2>/dev/null").parts[0].text_with_assigns == alone
 
 
 # -- bounds: never an exception, never a hang ---------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .read import Part
+from .shapes import doubt
 
 POLICY_PATH = Path(__file__).with_name("policy.json")
 
@@ -35,6 +36,7 @@ class Verdict:
     destructive: bool | None  # None: no rule knows this part; the engine judges it
     rule: str | None
     why: str
+    shown: str | None = None  # what the engine is shown of the part, when not its text
 
 
 @dataclass(frozen=True)
@@ -72,19 +74,32 @@ class Policy:
             merged = {id(r): r for r in rules + anywhere}
             rules[:] = sorted(merged.values(), key=lambda r: order[id(r)])
         self.anywhere = anywhere
+        # the long flags the rules decide on, per command: their abbreviations (`--forc`) are
+        # never certainly harmless (shapes.doubt)
+        flags: dict[str, set[str]] = {}
+        for rule in self.rules:
+            for name in rule.commands - {"*"}:
+                for flag in rule.flags_any + rule.flags_none:
+                    if flag.startswith("--") and len(flag) > 2:
+                        flags.setdefault(name, set()).add(flag[2:])
+        self.decided_flags = {name: frozenset(v) for name, v in flags.items()}
 
     def match(self, part: Part) -> Rule | None:
         """The first rule that decides this part, or None."""
+        return next(self.matches(part), None)
+
+    def matches(self, part: Part):
+        """The rules that match this part, in the table's order."""
         name = part.name
         if part.container:
-            return next((r for r in self.rules if r.container), None)
+            yield from (r for r in self.rules if r.container)
+            return
         if name is None:
-            return None
+            return
         base = name.rsplit("/", 1)[-1]
         for rule in self.by_command.get(base) or self.by_command.get(name) or self.anywhere:
             if self._applies(rule, base, part.words):
-                return rule
-        return None
+                yield rule
 
     def _applies(self, rule: Rule, base: str, words: list[str | None]) -> bool:
         args = words[1:]
@@ -137,7 +152,13 @@ class Policy:
         return False
 
 
+# `--dry-run=none` (kubectl) or `=false` asks for no dry run: it is not the flag `--dry-run`
+_NO_DRY_RUN = re.compile(r"^--dry-?run=(none|false|no|off|0)$", re.I)
+
+
 def _has_flag(word: str, flag: str) -> bool:
+    if _NO_DRY_RUN.match(word):
+        return False
     if word == flag or (flag.startswith("--") and word.startswith(flag + "=")):
         return True
     if len(flag) == 2 and flag[0] == "-" and flag[1] != "-" and re.fullmatch(r"-[A-Za-z]{2,}", word):
@@ -186,11 +207,23 @@ def decide(part: Part) -> Verdict:
     for target in part.writes:
         if target is not None and target in part.words[1:]:
             return Verdict(True, "redirect-same-file", f"empties {target} before reading it (`> {target}`)")
-    rule = policy().match(part)
-    if rule is not None and rule.verdict == "destructive":
-        return Verdict(True, rule.id, rule.why)
+    doubted: tuple[Rule, str] | None = None
+    for rule in policy().matches(part):
+        if rule.verdict == "destructive":
+            return Verdict(True, rule.id, rule.why)
+        if part.writes:
+            break
+        base = (part.name or "").rsplit("/", 1)[-1]
+        reason = doubt(rule.id, part, policy().decided_flags.get(base, frozenset()))
+        if not reason:
+            return Verdict(False, rule.id, rule.why)
+        # a "safe" rule certifies only shapes known to be harmless (issue 38): the next rule,
+        # or the engine, decides
+        doubted = doubted or (rule, reason)
     if part.writes:
         return Verdict(None, None, "it overwrites a file: the engine judges whether that destroys anything")
-    if rule is not None:
-        return Verdict(False, rule.id, rule.why)
+    if doubted is not None:
+        shown = part.text_with_assigns
+        return Verdict(None, None, f"rule {doubted[0].id} does not certify this: {doubted[1]}",
+                       shown if shown != part.text else None)
     return Verdict(None, None, "")

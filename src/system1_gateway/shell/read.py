@@ -90,6 +90,12 @@ class Part:
     findings: list[tuple[str, str]] = field(default_factory=list)  # (rule id, why) from inline code
     stdin: str | None = None  # literal text fed on stdin (heredoc, here-string, echo | …)
     container: bool = False  # it only runs a shell string whose commands are parts of their own
+    # `NAME=value` assignments it runs with, as written: its prefixes, `env`/`sudo` arguments, and
+    # those of a shell that runs its string (`X=1 bash -c '…'`)
+    assigns: list[str] = field(default_factory=list)
+    # why its name or its environment was changed earlier in the same command (a function, a
+    # `hash -p`, `export PATH=…`): no rule can know what it runs
+    shadowed: str | None = None
 
     @property
     def name(self) -> str | None:
@@ -101,12 +107,19 @@ class Part:
         command reads alike alone, chained, or under `sudo`/`bash -c`."""
         return (" ".join(self.texts) + self.redirects).strip()
 
+    @property
+    def text_with_assigns(self) -> str:
+        """`text` after the assignments that can change what runs (`LD_PRELOAD=./x.so ls`): what
+        the engine is shown of a part a safe rule matched but does not certify because of them."""
+        shown = [a for a in self.assigns if not harmless_assignment(a)]
+        return (" ".join(shown + self.texts) + self.redirects).strip()
+
     def slice(self, start: int, end: int | None = None, via: str = "") -> "Part":
         """The argv a wrapper runs (`sudo rm -rf ~` → `rm -rf ~`), with this part's redirections."""
         end = len(self.words) if end is None else end
         return Part(words=self.words[start:end], texts=self.texts[start:end], redirects=self.redirects,
                     via=self.via + ((via,) if via else ()), writes=self.writes, appends=self.appends,
-                    stdin=self.stdin)
+                    stdin=self.stdin, assigns=list(self.assigns), shadowed=self.shadowed)
 
     def stdout(self) -> str | None:
         """What it writes on stdout when that is fixed text (`echo …`, `printf …`, `cat <<EOF`)."""
@@ -131,6 +144,11 @@ class Reading:
     # With errors: the smallest statements that hold them, as written (judged whole by the
     # engine, so that what the grammar could not read is not diluted by what it could).
     unread: list[str] = field(default_factory=list)
+    # what the command defines for the commands after it: functions and `hash -p` names (name →
+    # kind), aliases (name → value), variables that can change what runs (`export PATH=…`)
+    defined: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    env_set: list[str] = field(default_factory=list)
 
 
 # Look-alike letters (Unicode confusables of Latin letters in command names), for the message:
@@ -142,6 +160,36 @@ _LOOKALIKES = str.maketrans({
 })
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# A shell variable that programs or the shell itself read (`PATH`, `BASH_ENV`, `GIT_PAGER`): set
+# without `export`, lower-case names (`line`, `f`) are the script's own and reach no program.
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_ASSIGNED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^]]*\])?\+?=(.*)$", re.S)
+
+# Assignments that cannot change what a command runs or which files it writes: locale, time
+# zone, terminal and colour settings, identities in git commits, the AWS profile and region.
+# Everything else can (`PATH`, `LD_PRELOAD`, `BASH_ENV`, `ENV`, `GIT_*`, `*PAGER`, `EDITOR`,
+# `LESSOPEN`, `PYTHONSTARTUP`, `NODE_OPTIONS`, `KUBECONFIG`, a tool's own `*_COMMAND`, …): an
+# allow-list, so that a name it does not know is never taken as harmless.
+HARMLESS_ENV = re.compile(
+    r"^(LC_[A-Z]+|LANG|LANGUAGE|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|COLORTERM|TERM|COLUMNS|LINES"
+    r"|IFS|CI|PYTHONUNBUFFERED|PYTHONDONTWRITEBYTECODE|PYTHONIOENCODING|RUST_BACKTRACE|RUST_LOG"
+    r"|GIT_(AUTHOR|COMMITTER)_(NAME|EMAIL|DATE)|GIT_TERMINAL_PROMPT|AWS_PROFILE|AWS_REGION|AWS_DEFAULT_REGION)$")
+# A pager set to a plain reader (`GIT_PAGER=cat git log`, `AWS_PAGER=""`) runs nothing else.
+_PAGER_ENV = re.compile(r"^([A-Z]+_)?PAGER$")
+_PLAIN_PAGER = re.compile(r"^(cat|less|more|)( +-[A-Za-z]+)*$")
+
+
+def harmless_assignment(word: str) -> bool:
+    """`NAME=value` (as written, quotes kept) cannot change what a command runs."""
+    m = _ASSIGNED.match(word)
+    if m is None:
+        return False
+    if HARMLESS_ENV.match(m.group(1)):
+        return True
+    value = m.group(3)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return bool(_PAGER_ENV.match(m.group(1)) and _PLAIN_PAGER.match(value))
 _DEV_NULL = re.compile(r"^/dev/(null|zero|stdout|stderr|tty|fd/\d+|pts/\d+)$")
 
 
@@ -152,10 +200,11 @@ def read(text: str) -> Reading:
 
 
 class _Reader:
-    def __init__(self, reading: Reading, depth: int, via: tuple[str, ...]):
+    def __init__(self, reading: Reading, depth: int, via: tuple[str, ...], env: tuple[str, ...] = ()):
         self.reading = reading
         self.depth = depth
         self.via = via
+        self.env = env  # assignments the shell running this text was given (`X=1 bash -c '…'`)
         self.src = b""
         self.appended: list[str] = []  # `>>` targets seen while reading the current command
 
@@ -214,7 +263,60 @@ class _Reader:
         if len(self.reading.parts) >= MAX_PARTS:
             self.unsure(f"more than {MAX_PARTS} commands: the rest were not read")
             return
+        if self.env:
+            part.assigns = [*self.env, *(a for a in part.assigns if a not in self.env)]
+        base = (part.name or "").rsplit("/", 1)[-1]
+        if part.shadowed is None:
+            if part.name in self.reading.defined or base in self.reading.defined:
+                kind = self.reading.defined.get(part.name or "") or self.reading.defined[base]
+                part.shadowed = f"`{shorten(part.name or '')}` is defined earlier in this command ({kind})"
+            elif self.reading.env_set:
+                names = ", ".join(dict.fromkeys(self.reading.env_set))
+                part.shadowed = f"{shorten(names)} set earlier in this command can change what runs"
         self.reading.parts.append(part)
+        self.defines(part)
+
+    def defines(self, part: Part) -> None:
+        """Record what a part defines for the commands after it: aliases (`alias ll='rm -rf'`),
+        `hash -p` names, variables set by `read`, `printf -v`, or a wrapped `export`/`declare`."""
+        words = part.words
+        base = (part.name or "").rsplit("/", 1)[-1]
+        args = words[1:]
+        if base == "alias":
+            for w in args:
+                if w is not None and "=" in w and not w.startswith("-"):
+                    name, value = w.split("=", 1)
+                    self.reading.aliases[name] = value
+        elif base == "hash" and "-p" in args:
+            for w in args[args.index("-p") + 2:]:
+                if w is not None and not w.startswith("-"):
+                    self.reading.defined[w] = "hash -p"
+        elif base in ("read", "mapfile", "readarray", "printf", "export", "declare", "typeset", "local", "readonly",
+                      "getopts"):
+            names: list[str | None]
+            if base == "printf":
+                names = [args[i + 1] for i, w in enumerate(args[:-1]) if w == "-v"]
+            elif base in ("read", "mapfile", "readarray", "getopts"):
+                names = [w for w in args if w is not None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", w)]
+            else:
+                names = [w.split("=", 1)[0] for w in args if w is not None and _ASSIGNMENT.match(w)]
+            exported = base == "export" or (base in ("declare", "typeset") and any(
+                w is not None and w.startswith("-") and "x" in w for w in args))
+            for var in names:
+                if var is None or (not harmless_assignment(f"{var}=") and (exported or _ENV_NAME.match(var))):
+                    self.reading.env_set.append(var or "a variable")
+
+    def assigned(self, node) -> None:
+        """A variable set by a statement (`PATH=.:$PATH; ls`, `export GIT_PAGER=…`): it changes what
+        the commands after it run, unless the name is a harmless one."""
+        name = node.child_by_field_name("name")
+        if name is None or harmless_assignment(self.text(node)):
+            return
+        parent = node.parent
+        exported = parent is not None and parent.type == "declaration_command" and (
+            self.text(parent).startswith("export") or re.match(r"(declare|typeset)\s+-\w*x", self.text(parent)))
+        if exported or _ENV_NAME.match(self.text(name)):
+            self.reading.env_set.append(self.text(name))
 
     def text(self, node) -> str:
         return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -234,6 +336,12 @@ class _Reader:
             return self.pipeline(node.named_children, level, stdin, producer)
         if kind in ("comment", "heredoc_body", "heredoc_start", "heredoc_end"):
             return None
+        if kind == "variable_assignment":
+            self.assigned(node)
+        elif kind == "function_definition":
+            name = node.child_by_field_name("name")
+            if name is not None:
+                self.reading.defined[self.text(name)] = "a function"
         last = None
         for child in node.named_children:
             got = self.walk(child, level + 1)
@@ -407,6 +515,7 @@ class _Reader:
         texts: list[str] = []
         dynamic_nodes = []
         redirects = list(extra_redirects)
+        assigns: list[str] = []
         for index, child in enumerate(node.children):
             if not child.is_named:
                 continue
@@ -414,6 +523,7 @@ class _Reader:
                 value = child.child_by_field_name("value")
                 if value is not None:
                     self.substitutions(value, level)
+                assigns.append(self.text(child))
             elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 redirects.append(child)
             elif child.type == "command_name" or node.field_name_for_child(index) == "argument":
@@ -441,7 +551,7 @@ class _Reader:
         writes, fed = self.redirections(redirects, level)
         appends, self.appended = self.appended, []
         part = Part(words=words, texts=texts, redirects=shown, via=self.via, writes=writes, appends=appends,
-                    stdin=fed if fed is not None else stdin)
+                    stdin=fed if fed is not None else stdin, assigns=assigns)
         self.resolve(part, level, dynamic_nodes, producer, piped=producer is not None and fed is None)
         return part
 
@@ -464,12 +574,26 @@ class _Reader:
         part.words[0] = normal
         if _ASSIGNMENT.match(normal) and len(part.words) > 1:  # `sudo X=1 rm …`: the assignment is not the name
             inner = part.slice(1, None)
+            inner.assigns.append(part.texts[0])
             self.resolve(inner, level, [(i - 1, n) for i, n in dynamic if i >= 1], producer, piped)
+            return
+        if normal in self.reading.aliases and normal not in self.reading.defined:
+            # an alias defined earlier in this command: what runs is its value with these words
+            part.container = True
+            self.add(part)
+            value = self.reading.aliases.pop(normal)  # an alias is not expanded inside itself
+            try:
+                self.sub(" ".join([value, *part.texts[1:]]), level, part.via + (f"alias {normal}",))
+            finally:
+                self.reading.aliases[normal] = value
             return
         base = normal.rsplit("/", 1)[-1]
         plan = wrappers.unwrap(base, part.words)
         if plan.inner_at:  # the wrapper itself only runs what it wraps
             inner = part.slice(plan.inner_at, plan.inner_end, base)
+            if base == "env":
+                inner.assigns.extend(t for w, t in zip(part.words[1:plan.inner_at], part.texts[1:plan.inner_at])
+                                     if w is not None and _ASSIGNMENT.match(w))
             self.resolve(inner, level, [(i - plan.inner_at, n) for i, n in dynamic if i >= plan.inner_at],
                          producer, piped)
             return
@@ -479,14 +603,14 @@ class _Reader:
                 part.opaque = f"`{base}` runs a shell string built at run time"
             else:
                 part.container = True
-                self.sub(plan.script, level, part.via + (base,))
+                self.sub(plan.script, level, part.via + (base,), part.assigns)
             return
         if plan.reads_stdin_script:
             self.add(part)
             code = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
             if code is not None:
                 part.container = True
-                self.sub(code, level, part.via + (base,))
+                self.sub(code, level, part.via + (base,), part.assigns)
             elif piped:
                 part.opaque = (f"`{base}` runs text from `{shorten(producer.text) if producer else 'a pipe'}`, "
                                "which cannot be read before it runs")
@@ -532,8 +656,9 @@ class _Reader:
                         return f"text from `{shorten(self.text(sub))}`, which cannot be read before it runs"
         return None
 
-    def sub(self, script: str, level: int, via: tuple[str, ...]) -> None:
-        _Reader(self.reading, self.depth + 1, via).run(script)
+    def sub(self, script: str, level: int, via: tuple[str, ...], env: list[str] | tuple[str, ...] = ()) -> None:
+        inherited = tuple(dict.fromkeys([*self.env, *(a for a in env if not harmless_assignment(a))]))
+        _Reader(self.reading, self.depth + 1, via, inherited).run(script)
 
     def feed(self, part: Part, fed: str, level: int) -> None:
         """A heredoc attached after the fact (`a && sh <<EOF`): read it if `part` runs it."""

@@ -97,6 +97,8 @@ def plan(command: str) -> Plan:
             judged.unsure = f"opaque: {part.opaque}"
         else:
             verdict = decide(part)
+            if verdict.shown:  # a safe rule's shape doubted for an assignment: the engine sees it
+                judged.text = verdict.shown
             if verdict.destructive is not None:
                 judged.verdict = verdict
                 judged.p = 1.0 if verdict.destructive else 0.0
