@@ -78,8 +78,9 @@ class Policy:
         # never certainly harmless (shapes.doubt)
         flags: dict[str, set[str]] = {}
         for rule in self.rules:
+            tokens = [t for sub in rule.sub for t in sub]
             for name in rule.commands - {"*"}:
-                for flag in rule.flags_any + rule.flags_none:
+                for flag in (*rule.flags_any, *rule.flags_none, *tokens):
                     if flag.startswith("--") and len(flag) > 2:
                         flags.setdefault(name, set()).add(flag[2:])
         self.decided_flags = {name: frozenset(v) for name, v in flags.items()}
@@ -124,9 +125,13 @@ class Policy:
                 return False
         if rule.sub_re is not None and not rule.sub_re.search(" " + " ".join(flags) + " "):
             return False
-        if rule.flags_any and not any(_has_flag(w, f) for w in flags for f in rule.flags_any):
+        # a unique prefix of a long option is that option to git, GNU getopt and argparse (`git push
+        # --forc`, `git clean --f`): it counts where counting it is the cautious reading — for the
+        # flags that make a part destructive, and for those that keep a safe rule off
+        destructive = rule.verdict == "destructive"
+        if rule.flags_any and not any(_has_flag(w, f, destructive) for w in flags for f in rule.flags_any):
             return False
-        if rule.flags_none and any(_has_flag(w, f) for w in flags for f in rule.flags_none):
+        if rule.flags_none and any(_has_flag(w, f, not destructive) for w in flags for f in rule.flags_none):
             return False
         if rule.args_any and not any(p.search(w) for w in flags for p in rule.args_any):
             return False
@@ -147,7 +152,8 @@ class Policy:
     def _sub(rule: Rule, rest: list[str | None], plain: list[str]) -> bool:
         for tokens in rule.sub:
             pool = rest if any(t.startswith("-") for t in tokens) else plain
-            if list(pool[:len(tokens)]) == list(tokens):
+            if len(pool) >= len(tokens) and all(w == t or (t.startswith("--") and _abbreviates(w, t))
+                                                for w, t in zip(pool, tokens)):
                 return True
         return False
 
@@ -156,10 +162,21 @@ class Policy:
 _NO_DRY_RUN = re.compile(r"^--dry-?run=(none|false|no|off|0)$", re.I)
 
 
-def _has_flag(word: str, flag: str) -> bool:
+def _abbreviates(word: str | None, flag: str) -> bool:
+    """`word` is a unique-prefix abbreviation of the long option `flag` (`--forc` of `--force`),
+    with or without a `=value`."""
+    if word is None or not word.startswith("--") or len(word) < 3:
+        return False
+    name = word.split("=", 1)[0]
+    return len(name) > 2 and len(name) < len(flag) and flag.startswith(name)
+
+
+def _has_flag(word: str, flag: str, abbreviated: bool = False) -> bool:
     if _NO_DRY_RUN.match(word):
         return False
     if word == flag or (flag.startswith("--") and word.startswith(flag + "=")):
+        return True
+    if abbreviated and flag.startswith("--") and _abbreviates(word, flag):
         return True
     if len(flag) == 2 and flag[0] == "-" and flag[1] != "-" and re.fullmatch(r"-[A-Za-z]{2,}", word):
         return flag[1] in word[1:]
@@ -191,6 +208,17 @@ def policy() -> Policy:
     return _POLICY
 
 
+def _writes_nothing(part: Part) -> bool:
+    """The part prints nothing, so its `>` only empties the file (`> f`, `: > f`, `true > f`,
+    `cat /dev/null > f`, `echo -n > f`, `printf '' > f`)."""
+    if not part.words:
+        return True
+    base = (part.name or "").rsplit("/", 1)[-1]
+    args = part.words[1:]
+    return (base in (":", "true", "false") or (base == "cat" and args == ["/dev/null"])
+            or (base == "echo" and args == ["-n"]) or (base == "printf" and args == [""]))
+
+
 def decide(part: Part) -> Verdict:
     """What the rules say of one (non-opaque) part."""
     if part.findings:
@@ -202,7 +230,7 @@ def decide(part: Part) -> Verdict:
     for target in part.appends:
         if SENSITIVE_TARGET.match(target):
             return Verdict(True, "redirect-system-file", f"changes {target}")
-    if part.writes and (part.name in (":", "true") or not part.words):
+    if part.writes and _writes_nothing(part):
         return Verdict(True, "redirect-truncate", f"empties {part.writes[0] or 'a file'}")
     for target in part.writes:
         if target is not None and target in part.words[1:]:

@@ -644,6 +644,8 @@ def _cloud(words: list[str | None]) -> str | None:
         for segment in re.split(r"[-:_./=,\s]+", w.lower()):
             if segment in CLOUD_CHANGE:
                 return f"`{w[:40]}` names an operation that changes something"
+    if base == "az" and lead[:2] == ["account", "set"]:
+        return None  # the default subscription (cloud-cli-config)
     if base == "aws":
         if len(lead) < 2 or not CLOUD_READ.match(lead[1]):
             return "the operation (`aws SERVICE OPERATION`) is not one that only reads"
