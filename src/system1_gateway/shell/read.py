@@ -96,6 +96,9 @@ class Part:
     # why its name or its environment was changed earlier in the same command (a function, a
     # `hash -p`, `export PATH=…`): no rule can know what it runs
     shadowed: str | None = None
+    # why it runs code this reading cannot see, so that no rule may certify it harmless (a
+    # package a runner fetches: `npx X`; a script on stdin from a file: `ssh host < x.sh`)
+    runs_unread: str | None = None
 
     @property
     def name(self) -> str | None:
@@ -200,11 +203,16 @@ def read(text: str) -> Reading:
 
 
 class _Reader:
-    def __init__(self, reading: Reading, depth: int, via: tuple[str, ...], env: tuple[str, ...] = ()):
+    def __init__(self, reading: Reading, depth: int, via: tuple[str, ...], env: tuple[str, ...] = (),
+                 stdin: str | None = None, stdin_from: tuple[str, str] | None = None):
         self.reading = reading
         self.depth = depth
         self.via = via
         self.env = env  # assignments the shell running this text was given (`X=1 bash -c '…'`)
+        # the stdin of the shell running this text (`ssh host 'bash -s' <<EOF`): its literal text,
+        # or where it comes from when that cannot be read (("pipe", producer) or ("file", name))
+        self.stdin_in = stdin
+        self.stdin_from = stdin_from
         self.src = b""
         self.appended: list[str] = []  # `>>` targets seen while reading the current command
 
@@ -550,6 +558,8 @@ class _Reader:
         self.appended = []
         writes, fed = self.redirections(redirects, level)
         appends, self.appended = self.appended, []
+        if fed is None and stdin is None and producer is None:
+            stdin = self.stdin_in  # the shell's own stdin (`ssh host 'bash -s' <<EOF`)
         part = Part(words=words, texts=texts, redirects=shown, via=self.via, writes=writes, appends=appends,
                     stdin=fed if fed is not None else stdin, assigns=assigns)
         self.resolve(part, level, dynamic_nodes, producer, piped=producer is not None and fed is None)
@@ -589,6 +599,13 @@ class _Reader:
             return
         base = normal.rsplit("/", 1)[-1]
         plan = wrappers.unwrap(base, part.words)
+        if plan.opaque:
+            part.opaque = plan.opaque
+            self.add(part)
+            return
+        if plan.inner_at and plan.package:  # `npx X …`: X is a package's code, read as X but never certified
+            self.package(part, plan.inner_at, base, level, dynamic, producer, piped)
+            return
         if plan.inner_at:  # the wrapper itself only runs what it wraps
             inner = part.slice(plan.inner_at, plan.inner_end, base)
             if base == "env":
@@ -603,17 +620,29 @@ class _Reader:
                 part.opaque = f"`{base}` runs a shell string built at run time"
             else:
                 part.container = True
-                self.sub(plan.script, level, part.via + (base,), part.assigns)
+                fed = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
+                source: tuple[str, str] | None = None
+                if fed is None and piped:
+                    source = ("pipe", producer.text if producer else "a pipe")
+                elif fed is None and _stdin_file(part.redirects):
+                    source = ("file", _stdin_file(part.redirects) or "")
+                self.sub(plan.script, level, part.via + (base,), part.assigns, fed, source or self.stdin_from)
             return
         if plan.reads_stdin_script:
             self.add(part)
             code = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
+            source = _stdin_file(part.redirects)
             if code is not None:
                 part.container = True
                 self.sub(code, level, part.via + (base,), part.assigns)
-            elif piped:
-                part.opaque = (f"`{base}` runs text from `{shorten(producer.text) if producer else 'a pipe'}`, "
-                               "which cannot be read before it runs")
+            elif piped or (source is None and self.stdin_from is not None and self.stdin_from[0] == "pipe"):
+                text = (producer.text if producer else "a pipe") if piped else (self.stdin_from or ("", ""))[1]
+                part.opaque = f"`{base}` runs text from `{shorten(text)}`, which cannot be read before it runs"
+            elif source is not None or self.stdin_from is not None:
+                name = source or (self.stdin_from or ("", ""))[1]
+                if source is None:  # the file the outer command reads: the engine sees it with this part
+                    part.redirects += f" < {name}"
+                part.runs_unread = f"`{base}` runs the script it reads from `{shorten(name)}`"
             return
         runs = [(i, n) for i, n in dynamic if base in ("eval", "source", ".") or n.type == "process_substitution"]
         if runs and (base in ("eval", "source", ".") or base in wrappers.SHELLS):
@@ -656,15 +685,39 @@ class _Reader:
                         return f"text from `{shorten(self.text(sub))}`, which cannot be read before it runs"
         return None
 
-    def sub(self, script: str, level: int, via: tuple[str, ...], env: list[str] | tuple[str, ...] = ()) -> None:
+    def sub(self, script: str, level: int, via: tuple[str, ...], env: list[str] | tuple[str, ...] = (),
+            stdin: str | None = None, stdin_from: tuple[str, str] | None = None) -> None:
         inherited = tuple(dict.fromkeys([*self.env, *(a for a in env if not harmless_assignment(a))]))
-        _Reader(self.reading, self.depth + 1, via, inherited).run(script)
+        _Reader(self.reading, self.depth + 1, via, inherited, stdin, stdin_from).run(script)
+
+    def package(self, part: Part, at: int, base: str, level: int, dynamic, producer: Part | None, piped: bool) -> None:
+        """`npx rimraf dist`, `uvx ruff@0.5 check`, `yarn build`: the package's executable is read
+        as the command of that name (so `rimraf` is `rm`'s), shown to the engine with its runner,
+        and never certified harmless: the code that runs is the package's, not a known tool's."""
+        inner = part.slice(at, None, base)
+        name = inner.words[0]
+        if name is not None:
+            inner.words[0] = _PACKAGE_VERSION.sub("", name) or name
+            inner.runs_unread = f"`{base}` runs the package `{shorten(name, 40)}`, whose code no rule has read"
+        inner.texts[0] = " ".join(part.texts[:at + 1])
+        self.resolve(inner, level, [(i - at, n) for i, n in dynamic if i >= at], producer, piped)
 
     def feed(self, part: Part, fed: str, level: int) -> None:
         """A heredoc attached after the fact (`a && sh <<EOF`): read it if `part` runs it."""
         base = (part.name or "").rsplit("/", 1)[-1]
         if wrappers.unwrap(base, part.words).reads_stdin_script:
             self.sub(fed, level, part.via + (base,))
+
+
+# A package's version or spec after its name (`prettier@3`, `@scope/pkg@latest`, `black==24.1`)
+_PACKAGE_VERSION = re.compile(r"(?<=.)@[^/@]*$|[=<>~!]=.*$")
+# `< file` among a part's redirections (not a heredoc, here-string or descriptor)
+_STDIN_FILE = re.compile(r"(?:^|\s)0?<(?![<&(])\s*(\S+)")
+
+
+def _stdin_file(redirects: str) -> str | None:
+    m = _STDIN_FILE.search(redirects)
+    return m.group(1) if m else None
 
 
 # Commands whose output, run as code, is unknown text: downloads, decoders, files, variables.

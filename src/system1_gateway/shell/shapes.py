@@ -126,6 +126,8 @@ def doubt(rule_id: str, part: Part, abbreviated: frozenset[str] = frozenset()) -
             return f"it runs with `{assignment[:60]}`, which can change what runs"
     if part.shadowed:
         return part.shadowed
+    if part.runs_unread:
+        return part.runs_unread
     words = part.words
     name = words[0] or ""
     base = name.rsplit("/", 1)[-1]
