@@ -178,10 +178,30 @@ def _string_value(literal: str) -> str | None:
         body = literal[1:-1]
         if literal[0] in "\"`" and re.search(r"\$\{|#\{|\$\w", body):
             return None  # interpolated
-        return re.sub(r"\\(.)", r"\1", body)
+        return _ESCAPE.sub(_unescape, body)
     if literal and not re.search(r"[\"'`$]", literal) and "(" not in literal:
         return None  # a variable name
     return None
+
+
+# String escapes of awk, Perl, Ruby, PHP and JavaScript (`system("\x72m -rf ~")` runs `rm`):
+# decoded in every quoting, which at worst reads a single-quoted `\x72` as `r` (a cautious reading)
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u\{[0-9A-Fa-f]{1,6}\}|u[0-9A-Fa-f]{4}|[0-7]{1,3}|.)", re.S)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b"}
+
+
+def _unescape(m: re.Match[str]) -> str:
+    code = m.group(1)
+    try:
+        if code[0] == "x" and len(code) > 1:
+            return chr(int(code[1:], 16))
+        if code[0] == "u" and len(code) > 1:
+            return chr(int(code[1:].strip("{}"), 16))
+        if code[0] in "01234567":
+            return chr(int(code, 8))
+    except (ValueError, OverflowError):
+        return code
+    return _SIMPLE_ESCAPES.get(code, code)
 
 
 def _python_shell(code: str, found: Found) -> None:

@@ -131,8 +131,12 @@ class Part:
         if len(words) < len(self.words):
             return None
         if name == "echo":
+            if any("\\" in w for w in words[1:]):
+                return None  # `echo -e '\x72m'` (and dash's echo) decodes escapes: not the text as written
             return " ".join(w for w in words[1:] if not re.fullmatch(r"-[neE]+", w)) + "\n"
         if name == "printf" and len(words) >= 2:
+            if "\\" in words[1] or "%" in words[1]:
+                return None  # a format that decodes escapes or formats its arguments
             return " ".join(words[1:])
         if name == "cat" and len(words) == 1 and self.stdin is not None:
             return self.stdin
@@ -152,6 +156,7 @@ class Reading:
     defined: dict[str, str] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     env_set: list[str] = field(default_factory=list)
+    assigned: list[str] = field(default_factory=list)  # names set by assignment statements (`X=1`, `export X=1`)
 
 
 # Look-alike letters (Unicode confusables of Latin letters in command names), for the message:
@@ -314,6 +319,20 @@ class _Reader:
                 if var is None or (not harmless_assignment(f"{var}=") and (exported or _ENV_NAME.match(var))):
                     self.reading.env_set.append(var or "a variable")
 
+    def brace_command(self, node, level: int) -> None:
+        """`{rm,-rf,~/w}` where a command stands: bash expands it into the command's words, the
+        grammar reads an error; the expanded text is read as a command line of its own."""
+        children = node.children
+        for brace, after in zip(children, children[1:]):
+            if brace.type == "{" and after.start_byte == brace.end_byte:
+                raw = self.src[brace.start_byte:after.end_byte].decode("utf-8", "replace")
+                m = re.match(r"((?:[^\s'\"\\]|\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\")+)(.*)", raw, re.S)
+                if m is None:
+                    continue
+                pieces = brace_expand(m.group(1))
+                if len(pieces) > 1:
+                    self.sub(" ".join(pieces) + m.group(2), level, self.via)
+
     def assigned(self, node) -> None:
         """A variable set by a statement (`PATH=.:$PATH; ls`, `export GIT_PAGER=…`): it changes what
         the commands after it run, unless the name is a harmless one."""
@@ -346,6 +365,11 @@ class _Reader:
             return None
         if kind == "variable_assignment":
             self.assigned(node)
+            name = node.child_by_field_name("name")
+            if name is not None:
+                self.reading.assigned.append(self.text(name))
+        elif kind == "ERROR":
+            self.brace_command(node, level)
         elif kind == "function_definition":
             name = node.child_by_field_name("name")
             if name is not None:
@@ -536,10 +560,20 @@ class _Reader:
                 redirects.append(child)
             elif child.type == "command_name" or node.field_name_for_child(index) == "argument":
                 value = self.literal(child, level)
+                raw = self.text(child)
+                pieces = brace_expand(raw) if "{" in raw else [raw]
+                if len(pieces) > 1:  # `{rm,-rf,~/w}`, `git push {-f,origin}`: the words bash passes on
+                    for piece in pieces:
+                        unquoted = _unquote(piece)
+                        if unquoted is None:
+                            dynamic_nodes.append((len(words), child))
+                        words.append(unquoted)
+                        texts.append(piece)
+                    continue
                 if value is None:
                     dynamic_nodes.append((len(words), child))
                 words.append(value)
-                texts.append(self.text(child))
+                texts.append(raw)
             else:
                 self.substitutions(child, level)
         for redirect in redirects:
@@ -571,7 +605,20 @@ class _Reader:
         if name is None:
             node = dynamic[0][1] if dynamic and dynamic[0][0] == 0 else None
             shown = self.text(node) if node is not None else "?"
-            part.opaque = f"the command name `{shorten(shown)}` is built at run time"
+            known = _KNOWN_PROGRAM.match(shown)
+            if known is None or (len(part.texts) > 0 and part.texts[0] != shown):
+                part.opaque = f"the command name `{shorten(shown)}` is built at run time"
+                self.add(part)
+                return
+            # `"$VIRTUAL_ENV/bin/python"`, `$SHELL -c …`, `$EDITOR f`: a program a well-known variable names
+            variable, path = known.group(1), known.group(2)
+            name = part.words[0] = (path.lstrip("/") if path else _VARIABLE_PROGRAM.get(variable, "$" + variable))
+            if path and variable in ("HOME", "PWD", "OLDPWD"):
+                part.runs_unread = f"`{shorten(shown)}` is a program in a directory of the user's"
+        elif _glob_name((part.texts[0] if part.texts else "").rsplit(" ", 1)[-1] if part.runs_unread
+                        else (part.texts[0] if part.texts else "")):
+            part.opaque = (f"the command name `{shorten(part.texts[0])}` is a pattern: the shell runs whichever "
+                           "file it matches")
             self.add(part)
             return
         normal = unicodedata.normalize("NFKC", name)
@@ -618,6 +665,8 @@ class _Reader:
             self.add(part)
             if plan.script is None:
                 part.opaque = f"`{base}` runs a shell string built at run time"
+            elif {"xargs", "parallel"} & set(part.via) and re.search(r"\{[^}\s]*\}", plan.script):
+                part.opaque = f"`{base}` runs a shell string that `{part.via[-1]}` fills in from its input"
             else:
                 part.container = True
                 fed = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
@@ -653,6 +702,10 @@ class _Reader:
         if lang is not None:
             fed = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
             code = inline.code_of(lang, part.words, fed)
+            if code is None and lang in ("python", "node", "perl", "ruby", "php", "awk"):
+                why = self.code_built_at_run_time(lang, part.words, dynamic)
+                if why:
+                    part.opaque = f"`{base}` runs code built at run time ({why})"
             if code is None and piped and fed is None and lang != "sql" and inline.reads_stdin(lang, part.words):
                 part.opaque = (f"`{base}` runs code from `{shorten(producer.text) if producer else 'a pipe'}`, "
                                "which cannot be read before it runs")
@@ -668,6 +721,30 @@ class _Reader:
             segment = part.slice(start, end, base)
             segment.redirects, segment.writes, segment.stdin = "", [], None
             self.resolve(segment, level, [(i - start, n) for i, n in dynamic if start <= i < end], None, False)
+
+    def code_built_at_run_time(self, lang: str, words: list[str | None], dynamic) -> str | None:
+        """The inline code (`python3 -c "$(… | base64 -d)"`, `node -e "$CODE"`) is a substitution's
+        output or a whole variable: what it runs cannot be read. Code with a variable inside
+        literal text (`python3 -c "print('$HOME')"`) is left to the engine."""
+        at: int | None = None
+        options = inline.CODE_OPTIONS.get(lang, ())
+        for i, w in enumerate(words[1:], 1):
+            if lang == "awk":
+                if w is None or not w.startswith("-") or len(w) == 1:
+                    at = i if w is None else None
+                    break
+                continue
+            if w in options:
+                at = i + 1
+                break
+        node = next((n for i, n in dynamic if i == at), None) if at is not None else None
+        if node is None:
+            return None
+        if any(True for _ in _descendants(node, ("command_substitution", "process_substitution"))):
+            return f"`{shorten(self.text(node), 40)}`"
+        if re.fullmatch(r'"?\$(\{[^}]*\}|\w+)"?', self.text(node)):
+            return f"the variable `{shorten(self.text(node), 40)}`"
+        return None
 
     def runs_output_of(self, dynamic) -> str | None:
         """Why running the output of these words is unsure, or None when each is the output of
@@ -707,6 +784,135 @@ class _Reader:
         base = (part.name or "").rsplit("/", 1)[-1]
         if wrappers.unwrap(base, part.words).reads_stdin_script:
             self.sub(fed, level, part.via + (base,))
+
+
+# A command name under a well-known variable: a program of a tool's installation (the venv's
+# python), of the user's (`$HOME/bin/x`: never certified), or the user's shell, editor, pager.
+_KNOWN_PROGRAM = re.compile(
+    r'^"?\$\{?(VIRTUAL_ENV|CONDA_PREFIX|PYENV_ROOT|JAVA_HOME|GOROOT|GOPATH|GOBIN|CARGO_HOME|NVM_DIR|ANDROID_HOME|'
+    r'ANDROID_SDK_ROOT|HOME|PWD|OLDPWD|SHELL|BASH|EDITOR|VISUAL|PAGER)\}?((?:/[A-Za-z0-9._+-]+)*)"?$')
+_VARIABLE_PROGRAM = {"SHELL": "sh", "BASH": "bash"}  # EDITOR, VISUAL, PAGER: no rule knows them (the engine)
+
+
+def _glob_name(text: str) -> bool:
+    """The command name as written has an unquoted glob (`/bin/r?`, `/usr/bin/r[m]`, `*`)."""
+    if text in ("[", "[["):
+        return False
+    bare = re.sub(r"\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\"", "", text)
+    return bool(re.search(r"[*?]|\[[^]]*\]", bare))
+
+
+MAX_BRACE_WORDS = 256
+
+
+def brace_expand(raw: str) -> list[str]:
+    """Bash's brace expansion of one word as written (quotes kept): `{rm,-rf}` → `rm`, `-rf`;
+    `a{1..3}` → `a1 a2 a3`. Quoted braces, `${…}` and `{}` are left alone."""
+    out: list[str] = []
+    stack = [raw]
+    while stack and len(out) < MAX_BRACE_WORDS:
+        word = stack.pop(0)
+        found = _first_brace(word)
+        if found is None:
+            out.append(word)
+            continue
+        start, end, alternatives = found
+        stack[:0] = [word[:start] + alt + word[end + 1:] for alt in alternatives]
+    return out + stack
+
+
+def _first_brace(word: str) -> tuple[int, int, list[str]] | None:
+    i, n = 0, len(word)
+    while i < n:
+        c = word[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            j = word.find("'", i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if c == '"':
+            m = re.compile(r'"(?:[^"\\]|\\.)*"').match(word, i)
+            i = m.end() if m else n
+            continue
+        if c == "{" and (i == 0 or word[i - 1] != "$"):
+            depth, k, commas = 0, i, []
+            while k < n:
+                d = word[k]
+                if d == "\\":
+                    k += 2
+                    continue
+                if d in "'\"":
+                    m = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"").match(word, k)
+                    k = m.end() if m else n
+                    continue
+                if d == "{":
+                    depth += 1
+                elif d == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif d == "," and depth == 1:
+                    commas.append(k)
+                k += 1
+            if k < n and depth == 0:
+                if commas:
+                    bounds = [i, *commas, k]
+                    return i, k, [word[a + 1:b] for a, b in zip(bounds, bounds[1:])]
+                seq = _sequence(word[i + 1:k])
+                if seq is not None:
+                    return i, k, seq
+        i += 1
+    return None
+
+
+def _sequence(body: str) -> list[str] | None:
+    m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?", body)
+    if m is None:
+        return None
+    if m.group(1) is not None:
+        a, b = int(m.group(1)), int(m.group(2))
+        step = abs(int(m.group(3) or 1)) or 1
+        values = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
+        return [str(v) for v in list(values)[:MAX_BRACE_WORDS]]
+    a, b = ord(m.group(4)), ord(m.group(5))
+    step = abs(int(m.group(6) or 1)) or 1
+    return [chr(v) for v in range(a, b + (1 if b >= a else -1), step if b >= a else -step)][:MAX_BRACE_WORDS]
+
+
+def _unquote(piece: str) -> str | None:
+    """A word as written, with its quotes removed; None when it expands something at run time."""
+    out, i, n = [], 0, len(piece)
+    while i < n:
+        c = piece[i]
+        if c == "\\":
+            out.append(piece[i + 1:i + 2])
+            i += 2
+        elif c == "'":
+            j = piece.find("'", i + 1)
+            if j < 0:
+                return None
+            out.append(piece[i + 1:j])
+            i = j + 1
+        elif c == "$" and piece[i + 1:i + 2] == "'":
+            j = piece.find("'", i + 2)
+            if j < 0:
+                return None
+            out.append(_ansi_c(piece[i + 2:j]))
+            i = j + 1
+        elif c == '"':
+            m = re.compile(r'"((?:[^"\\]|\\.)*)"').match(piece, i)
+            if m is None or re.search(r"[$`]", m.group(1)):
+                return None
+            out.append(_unescape_dquoted(m.group(1)))
+            i = m.end()
+        elif c in "$`":
+            return None
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 # A package's version or spec after its name (`prettier@3`, `@scope/pkg@latest`, `black==24.1`)

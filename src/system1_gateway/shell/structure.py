@@ -19,6 +19,7 @@ before this step), so a parse failure never makes an answer less destructive.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +105,13 @@ def plan(command: str) -> Plan:
                 judged.p = 1.0 if verdict.destructive else 0.0
                 judged.model = f"rule:{verdict.rule}"
         out.parts.append(judged)
+    if not reading.parts and not reading.broken and not reading.unsure and reading.assigned and not any(
+            RUNS_LATER.match(name) for name in reading.assigned):
+        # `export NODE_ENV=production`, `X=1`: an assignment runs nothing (its substitutions would
+        # be parts); a later part of the same command that it can change is `Part.shadowed`
+        out.parts.append(Judged(index=1, part=None, text=command.strip()[:20_000], p=0.0, model="rule:assignment",
+                                verdict=Verdict(False, "assignment", "sets shell variables and runs nothing")))
+        return out
     if reading.broken or not reading.parts:
         # what the grammar could not read is judged as written, as before this step
         for text in reading.unread or [command.strip()]:
@@ -115,6 +123,16 @@ def plan(command: str) -> Plan:
             judged.unsure = f"more than {MAX_ENGINE_PARTS} parts need the engine"
     return out
 
+
+# Variables that change what later commands run or read as code, even in later commands of a
+# shell that keeps them (`export PATH=…`, `export BASH_ENV=…`, `PROMPT_COMMAND=…`): an
+# assignment-only command setting one is left to the engine.
+RUNS_LATER = re.compile(
+    r"^(PATH|LD_\w+|DYLD_\w+|BASH_ENV|ENV|PROMPT_COMMAND|PS[0-4]|SHELLOPTS|BASHOPTS|GLOBIGNORE|CDPATH|HOME|SHELL"
+    r"|BASH_\w+|HISTFILE|HISTCONTROL|TMOUT|\w*_COMMAND|GIT_\w+|\w*PAGER|\w*EDITOR|VISUAL|BROWSER|LESS\w*"
+    r"|PYTHON\w+|NODE_(OPTIONS|PATH|REPL_EXTERNAL_MODULE)|PERL\w*|RUBY\w*|GEM_\w+|BUNDLE_\w+|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS"
+    r"|\w*_OPTS|\w*_OPTIONS|\w*FLAGS|KUBECONFIG|DOCKER_\w+|(?i:npm_config_\w+)|\w*HOOK\w*|TMPDIR|XDG_\w+|ZDOTDIR"
+    r"|\w*_HOME|\w*_PATH|\w*_PRELOAD|\w*_LIBRARY\w*|\w*_CONFIG|\w*_CONFIG_\w+|SSH_\w+|GNUPGHOME|IFS)$")
 
 COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commands", "run"})
 SQL_KEYS = frozenset({"sql", "query", "statement"})

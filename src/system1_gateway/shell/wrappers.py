@@ -343,7 +343,9 @@ _SCREEN_VALUES = _opts("-c -e -h -p -S -T -t -s -Logfile -X")
 
 def _screen(words: list[str | None]) -> Plan:
     """screen [-opts] [cmd args]: a new window runs the command; `-X stuff TEXT` types TEXT."""
-    for i, w in enumerate(words[1:], 1):
+    i = 1
+    while i < len(words):
+        w = words[i]
         if w is None or not w.startswith("-"):
             break
         if w in ("-X", "-Q"):
@@ -358,6 +360,7 @@ def _screen(words: list[str | None]) -> Plan:
             return Plan()  # another screen command (quit, kill, …): judged as written
         if w in ("-ls", "-list", "-r", "-R", "-x", "-wipe", "-v", "-version", "-q"):
             return Plan()
+        i += 2 if w in _SCREEN_VALUES or (len(w) > 2 and not w.startswith("--") and w[-1] in "ScephpTts") else 1
     at = _options_end(words, 1, _SCREEN_VALUES - {"-X"}, "ScephpTts")
     return Plan(inner_at=at) if at < len(words) else Plan()
 
