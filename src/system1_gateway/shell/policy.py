@@ -151,9 +151,12 @@ class Policy:
     @staticmethod
     def _sub(rule: Rule, rest: list[str | None], plain: list[str]) -> bool:
         for tokens in rule.sub:
-            pool = rest if any(t.startswith("-") for t in tokens) else plain
-            if len(pool) >= len(tokens) and all(w == t or (t.startswith("--") and _abbreviates(w, t))
-                                                for w, t in zip(pool, tokens)):
+            dashed = any(t.startswith("-") for t in tokens)
+            pool = rest if dashed else plain
+            if list(pool[:len(tokens)]) == list(tokens):
+                return True
+            if dashed and len(pool) >= len(tokens) and all(  # `git merge --abo` is `--abort` to git
+                    w == t or (t.startswith("--") and _abbreviates(w, t)) for w, t in zip(pool, tokens)):
                 return True
         return False
 

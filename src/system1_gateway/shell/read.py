@@ -796,7 +796,7 @@ _VARIABLE_PROGRAM = {"SHELL": "sh", "BASH": "bash"}  # EDITOR, VISUAL, PAGER: no
 
 def _glob_name(text: str) -> bool:
     """The command name as written has an unquoted glob (`/bin/r?`, `/usr/bin/r[m]`, `*`)."""
-    if text in ("[", "[["):
+    if text in ("[", "[[") or not ("*" in text or "?" in text or "[" in text):
         return False
     bare = re.sub(r"\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\"", "", text)
     return bool(re.search(r"[*?]|\[[^]]*\]", bare))

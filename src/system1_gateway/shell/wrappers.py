@@ -514,6 +514,8 @@ def _ansible(words: list[str | None]) -> Plan:
 
 def _cloud_exec(name: str, words: list[str | None]) -> Plan | None:
     """Cloud and VM CLIs whose command runs a shell command on a machine: the command is read."""
+    if name not in _CLOUD_EXEC:
+        return None
     plain = [w for w in words[1:6] if w is not None and not w.startswith("-")]
     if name in ("fly", "flyctl") and plain[:2] == ["ssh", "console"]:
         return _script_value(words, ("-C", "--command"))
@@ -606,6 +608,8 @@ PACKAGE_RUNNERS: dict[tuple[str, ...], frozenset[str]] = {
                                  "--directory --project --cache-dir --find-links -f"),
     ("pipx", "run"): _opts("--spec --python --pip-args --index-url --fetch-missing-python"),
 }
+_RUNNER_NAMES = frozenset(key[0] for key in PACKAGE_RUNNERS)
+_CLOUD_EXEC = frozenset({"fly", "flyctl", "az", "aws", "gcloud", "heroku", "vagrant", "multipass", "lxc", "incus"})
 # yarn's own commands (v1 and berry): any other first word is a package.json script or a bin
 YARN_COMMANDS = frozenset(
     "add audit autoclean bin cache check config constraints create dedupe dlx exec explain generate-lock-entry global "
@@ -620,6 +624,8 @@ _RUNNER_SHELL = {("npx",): ("-c", "--call"), ("npm", "exec"): ("-c", "--call"), 
 def package_runner(name: str, words: list[str | None]) -> Plan | None:
     """`npx X …`, `npm exec -- X …`, `pnpm dlx X`, `yarn X`, `bunx X`, `uvx X`, `pipx run X`:
     X runs (Plan.package set); None when this is not a package runner."""
+    if name not in _RUNNER_NAMES:
+        return None
     key: tuple[str, ...] | None = None
     start = 1
     for size in (3, 2, 1):
