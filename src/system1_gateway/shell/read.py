@@ -680,18 +680,18 @@ class _Reader:
         if plan.reads_stdin_script:
             self.add(part)
             code = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
-            source = _stdin_file(part.redirects)
+            from_file = _stdin_file(part.redirects)
             if code is not None:
                 part.container = True
                 self.sub(code, level, part.via + (base,), part.assigns)
-            elif piped or (source is None and self.stdin_from is not None and self.stdin_from[0] == "pipe"):
+            elif piped or (from_file is None and self.stdin_from is not None and self.stdin_from[0] == "pipe"):
                 text = (producer.text if producer else "a pipe") if piped else (self.stdin_from or ("", ""))[1]
                 part.opaque = f"`{base}` runs text from `{shorten(text)}`, which cannot be read before it runs"
-            elif source is not None or self.stdin_from is not None:
-                name = source or (self.stdin_from or ("", ""))[1]
-                if source is None:  # the file the outer command reads: the engine sees it with this part
-                    part.redirects += f" < {name}"
-                part.runs_unread = f"`{base}` runs the script it reads from `{shorten(name)}`"
+            elif from_file is not None or self.stdin_from is not None:
+                where = from_file or (self.stdin_from or ("", ""))[1]
+                if from_file is None:  # the file the outer command reads: the engine sees it with this part
+                    part.redirects += f" < {where}"
+                part.runs_unread = f"`{base}` runs the script it reads from `{shorten(where)}`"
             return
         runs = [(i, n) for i, n in dynamic if base in ("eval", "source", ".") or n.type == "process_substitution"]
         if runs and (base in ("eval", "source", ".") or base in wrappers.SHELLS):
