@@ -15,7 +15,8 @@ answer comes back on that connection:
   * a sandboxed command cannot reach it: on Linux the sandbox has its own network namespace
     (its 127.0.0.1 is not ours) and its own pid namespace (it cannot see guard.sh's sockets in
     /proc); on macOS its Seatbelt profile lets it connect only to the sandbox's proxy ports.
-    Even where it could connect (a proxy told to allow localhost), it can only ask questions:
+    Even where it can connect (`allowLocalBinding` on macOS, a proxy told to allow localhost),
+    it can only ask questions:
     it cannot write into another caller's connection, nor take the port while we hold it;
   * another user can connect but holds neither key, so it is closed at once, and it cannot
     make guard.sh talk to its own listener while this server is alive (guard.sh checks the pid;
