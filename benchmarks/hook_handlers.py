@@ -18,6 +18,9 @@ session fed prompts one at a time over `--input-format stream-json`, with the pl
              `mcp_tool` call, the guard as one command, hooks/guard.sh (sh, then bash), which
              asks the same hook server over loopback (hooks/channel.py)
 
+  shipped_before  (with --before REV) the same at another commit: its hooks.json, scripts and
+             hook server (its src/ first on the path), e.g. the named pipes of cda51f6
+
   mcp_pair   the guard as shipped before 2026-12-06: its `mcp_tool` call and, beside it, a
              command that exits at once (what the earlier hooks/guard.sh did while the server
              ran; it ran the command guard only when no server did)
@@ -127,6 +130,8 @@ def stub_mcp_server() -> None:
 
 # -- the arms ------------------------------------------------------------------------------------
 
+BEFORE: list[Path] = []  # with --before: a worktree of that commit (arm shipped_before)
+
 def plugin_dir(base: Path, arm: str, python: str, http_port: int, stub_port: int) -> Path | None:
     if arm == "baseline":
         return None
@@ -153,11 +158,16 @@ def plugin_dir(base: Path, arm: str, python: str, http_port: int, stub_port: int
         return {"type": "mcp_tool", "server": f"plugin:{PLUGIN}:hooks", "tool": name, "timeout": 5,
                 "input": {field: "${%s}" % field for field in FIELDS}}
 
-    if arm == "shipped":  # hooks.json's own entries, the plugin renamed; its scripts beside them
-        shipped = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]
+    if arm in ("shipped", "shipped_before"):  # hooks.json's own entries, the plugin renamed; its scripts beside them
+        source = ROOT if arm == "shipped" else BEFORE[0]
+        shipped = json.loads((source / "hooks" / "hooks.json").read_text())["hooks"]
         for script in ("serve.sh", "guard.sh"):
-            shutil.copy(ROOT / "hooks" / script, root / "hooks" / script)
-        manifest["mcpServers"] = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())["mcpServers"]
+            shutil.copy(source / "hooks" / script, root / "hooks" / script)
+        manifest["mcpServers"] = json.loads((source / ".claude-plugin" / "plugin.json").read_text())["mcpServers"]
+        if arm == "shipped_before":  # that commit's hook server: its src/ first on the path
+            run = (f"import sys, runpy; sys.path.insert(0, {str(source / 'src')!r}); sys.argv[1:] = []; "
+                   "runpy.run_module('system1_gateway.hooks.serve', run_name='__main__')")
+            manifest["mcpServers"] = {"hooks": {"command": python, "args": ["-I", "-c", run]}}
         hooks = {"UserPromptSubmit": shipped["UserPromptSubmit"],
                  "PreToolUse": [e for e in shipped["PreToolUse"] if e["matcher"] == "Bash"]}
         text = json.dumps({"hooks": hooks}).replace("plugin:system1:hooks", f"plugin:{PLUGIN}:hooks")
@@ -262,6 +272,8 @@ def main() -> int:
     parser.add_argument("--stub", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--debug-dir", type=Path,
                         help="keep each session's Claude Code debug log here, and print each hook's own time from them")
+    parser.add_argument("--before", metavar="REV",
+                        help="arm shipped_before: hooks.json, its scripts and its hook server at that commit")
     parser.add_argument("--gap-s", type=float, default=1.0, help="pause between a turn's end and the next prompt")
     parser.add_argument("--stub-mcp", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
@@ -274,8 +286,14 @@ def main() -> int:
     tools = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
     claude = str(tools / "cc" / "node_modules" / ".bin" / "claude")
     arms = a.arms.split(",")
+    if ("shipped_before" in arms) != bool(a.before):
+        raise SystemExit("the arm shipped_before and --before REV go together")
     with tempfile.TemporaryDirectory(prefix="hook-handlers-") as tmp:
         base = Path(tmp)
+        if a.before:
+            BEFORE.append(base / "before")
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(BEFORE[0]), a.before],
+                           check=True)
         home, project, install = base / "home", base / "project", base / "install"
         for path in (home, project, install):
             path.mkdir(parents=True)
@@ -328,6 +346,8 @@ def main() -> int:
             stub.terminate()
             subprocess.run([*cli, "stop"], env=env, capture_output=True, timeout=60)
         shutil.rmtree(base / "plugins", ignore_errors=True)
+        if BEFORE:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(BEFORE[0])], check=False)
         log = base / "state" / "logs" / "routing.jsonl"
         records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         hooked = sum(1 for arm in arms if arm not in ("baseline", "command_stub", "http_stub", "mcp_stub"))
