@@ -72,7 +72,9 @@ REGENERATED = frozenset({
 })
 
 # The cheap look before anything is read: a word of a command whose loss can depend on the disk.
-_MIGHT = re.compile(r"(^|[\s;&|(`])(rm|git|truncate|cp)(\s|$)|>")
+_MIGHT = re.compile(r"(^|[\s;&|(`])(rm|truncate)(\s|$)|\bcp\s+/dev/null\b"
+                    r"|\bgit\s[^;&|]*\b(reset|checkout|restore|stash|clean)\b"
+                    r"|(?<!>)>(?![>&])\|?\s*(?!/dev/(null|stdout|stderr)(\s|$))[^\s]")
 # A path as written that names itself: no quote, glob, expansion, brace, tilde or backslash.
 _PLAIN = re.compile(r"^[A-Za-z0-9_@%+=,.][A-Za-z0-9_@%+=,./-]*$")
 # Plain readers: parts that may stand beside a relaxed one (they change nothing on disk), when
