@@ -270,6 +270,18 @@ def test_the_command_guard_reads_the_working_tree(write_config, tmp_path, start_
         assert _decision(hook("guard", {"tool_input": {"command": command}})[1]) == "ask", command
 
 
+def test_with_the_engine_down_only_what_loses_nothing_everywhere_goes_through(write_config, tmp_path, dirty):
+    from test_hooks import config, hook
+
+    config(write_config, tmp_path, guard={"enabled": True, "budget_s": 0.5})  # no daemon
+    for command in ("rm -rf node_modules", "echo hi > new-notes.txt"):
+        code, out, err = hook("guard", {"tool_input": {"command": command}, "cwd": str(dirty)}, "--explain")
+        assert code == 0 and out is None, (command, err)
+    for command in ("rm -rf src", "git checkout -- src/app.py", "rm -rf node_modules && make"):
+        out = hook("guard", {"tool_input": {"command": command}, "cwd": str(dirty)})[1]
+        assert "could not judge" in out["hookSpecificOutput"]["permissionDecisionReason"], command
+
+
 def test_the_hook_server_reads_the_working_tree(write_config, tmp_path, start_daemon, dirty, clean):
     from test_guard_channel import Plugin
     from test_hooks import config
