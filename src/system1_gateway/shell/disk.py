@@ -9,8 +9,8 @@ whose loss depends on the working tree looks at the paths they name, in `cwd`:
   usually follows a stash of it); `git clean` when nothing it would delete is there (untracked,
   and ignored with `-x`/`-X`);
 * `rm -r` of a build, cache or dependency directory (`REGENERATED`: node_modules, build, dist,
-  target, .venv, __pycache__, …) that git ignores as a whole, holding no tracked file and no
-  nested repository, and of a directory that is empty or a name that does not exist;
+  target, .venv, __pycache__, …) that git ignores as a whole, holding no tracked file and not a
+  repository itself (or that does not exist);
 * a redirection (`> f`, `: > f`, `echo hi > f`), `truncate`, `cp /dev/null f` over a file that
   does not exist (it is created) or is empty.
 
@@ -359,16 +359,15 @@ def _rm(judged: Judged, words: list[str], texts: list[str], root: str) -> _Check
             named.append(rel)
     if not named:
         return None
-    look = []  # the directories that need git: the regenerated ones
+    look = []  # the directories that need git
     for rel in named:
         full = os.path.join(root, rel)
+        if os.path.basename(rel) not in REGENERATED:
+            return None
         if not os.path.lexists(full):
             continue
-        if not recursive or not os.path.isdir(full) or os.path.ismount(full):
-            return None
-        if _empty(full):
-            continue
-        if os.path.basename(rel) not in REGENERATED or os.path.lexists(os.path.join(full, ".git")):
+        if not recursive or not os.path.isdir(full) or os.path.ismount(full) \
+                or os.path.lexists(os.path.join(full, ".git")):
             return None
         look.append(rel)
     tracked = ("ls-files", "-z", "-c", "--", *look)
@@ -377,11 +376,8 @@ def _rm(judged: Judged, words: list[str], texts: list[str], root: str) -> _Check
     def settle(results) -> Outcome | None:
         said = []
         for rel in named:
-            full = os.path.join(root, rel)
-            if not os.path.lexists(full):
+            if rel not in look:
                 said.append(f"nothing named {rel} exists")
-            elif rel not in look:
-                said.append(f"{rel}/ is an empty directory")
         if look:
             held, whole = results.get(tracked), results.get(ignored)
             if held is None or whole is None:
@@ -397,14 +393,6 @@ def _rm(judged: Judged, words: list[str], texts: list[str], root: str) -> _Check
         return Outcome(True, "; ".join(said[:MAX_SHOWN]), "disk-regenerated")
 
     return _Check(judged, [tracked, ignored] if look else [], settle)
-
-
-def _empty(full: str) -> bool:
-    try:
-        with os.scandir(full) as entries:
-            return next(entries, None) is None
-    except OSError:
-        return False
 
 
 # git reset --hard, checkout -- <paths>, restore <paths>, stash drop|clear, clean
