@@ -72,7 +72,7 @@ REGENERATED = frozenset({
 })
 
 # The cheap look before anything is read: a word of a command whose loss can depend on the disk.
-_MIGHT = re.compile(r"(^|[\s;&|(`])(rm|truncate)(\s|$)|\bcp\s+/dev/null\b"
+_MIGHT = re.compile(r"(^|[\s;&|(`])truncate(\s|$)|\bcp\s+/dev/null\b"
                     r"|\bgit\s[^;&|]*\b(reset|checkout|restore|stash|clean)\b"
                     r"|(?<!>)>(?![>&])\|?\s*(?!/dev/(null|stdout|stderr)(\s|$))[^\s]")
 # A path as written that names itself: no quote, glob, expansion, brace, tilde or backslash.
@@ -93,9 +93,13 @@ _SYSTEM = re.compile(r"^/(etc|boot|usr|bin|sbin|lib|lib32|lib64|opt|var|dev|proc
 _GIT = ("--no-optional-locks", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 
 
+_RM = re.compile(r"(^|[\s;&|(`])rm\s")
+_REGENERATED_WORD = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in sorted(REGENERATED)) + r")(?![\w.-])")
+
+
 def might_depend(command: str) -> bool:
-    """Could any part of `command` be one whose loss depends on the disk? (No parse: a regex.)"""
-    return bool(_MIGHT.search(command))
+    """Could any part of `command` be one whose loss depends on the disk? (No parse: regexes.)"""
+    return bool(_MIGHT.search(command) or (_RM.search(command) and _REGENERATED_WORD.search(command)))
 
 
 def usable_cwd(cwd: Any) -> str | None:
