@@ -86,6 +86,7 @@ def clean(tmp_path):
     (": > fresh.log", "fresh.log does not exist: it is created"),
     ("truncate -s 0 trace.log", "trace.log does not exist: it is created"),
     ("cp /dev/null empty.txt", "empty.txt does not exist: it is created"),
+    ("cat <<EOF > NOTES.md\nsteps so far\nEOF", "NOTES.md does not exist: it is created"),
     ("git checkout -- README.md", "README.md has no uncommitted changes"),
     ("git restore README.md .gitignore", "README.md, .gitignore have no uncommitted changes"),
     ("git clean -fd", "nothing it would delete is there"),
@@ -132,7 +133,7 @@ def test_what_would_be_lost_is_said(dirty, command, says):
     "git restore --source=HEAD~2 README.md", "git checkout -- '*.md'", "git checkout -- :/", "git clean -fd -e x",
     "git stash drop stash@{1}", "git checkout -- ../README.md",
     # redirections and truncations it cannot vouch for
-    "echo x > $OUT", "echo x > ~/notes.txt", "echo x > /tmp/x", "make > new.log", "cat .env > .env.bak && : > .env",
+    "{\"command\": \"echo hi > new-notes.txt\"}", "echo x > $OUT", "echo x > ~/notes.txt", "echo x > /tmp/x", "make > new.log", "cat .env > .env.bak && : > .env",
 ])
 def test_never_relaxed(dirty, command):
     assert asked(command, dirty), verdict(command, dirty)

@@ -141,6 +141,9 @@ def answer(command: str, cwd: Any, budget_s: float = BUDGET_S) -> dict[str, Any]
     stands). Never raises for any input."""
     if not might_depend(command) or not command.isascii():
         return None
+    stripped = command.strip()
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+        return None  # it may be a tool call in JSON, which the core reads another way (structure.ruled)
     root = usable_cwd(cwd)
     if root is None or any(os.environ.get(name) for name in _GIT_ELSEWHERE):
         return None
