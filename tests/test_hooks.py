@@ -670,7 +670,10 @@ sys.stderr.write("LOADED=" + ",".join(sorted(m for m in %r if m in sys.modules))
 def test_hooks_import_the_standard_library_only(write_config, tmp_path, start_daemon, name):
     config(write_config, tmp_path, routing=routing_on(tmp_path), guard={"enabled": True})
     start_daemon()
-    payload = json.dumps({"prompt": LONG, "cwd": str(tmp_path), "tool_input": {"command": "rm -rf x", "prompt": LONG}})
+    # a command the guard asks about and that names nothing the disk could vouch for: a command
+    # it could (`rm -rf x`) is read here to look (shell/disk.py), which costs the grammar
+    command = "dd if=/dev/zero of=/dev/sda"
+    payload = json.dumps({"prompt": LONG, "cwd": str(tmp_path), "tool_input": {"command": command, "prompt": LONG}})
     hook(name, payload)  # a first run parses the config and caches it (then tomllib is not needed)
     proc = subprocess.run([sys.executable, "-I", "-c", PROBE % (payload.encode(), f"system1_gateway.hooks.{name}", HEAVY)],
                           capture_output=True, text=True, timeout=60)

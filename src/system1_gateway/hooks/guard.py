@@ -11,6 +11,10 @@ rules still apply to everything it lets through) and never rewrites the command.
 
 In the plugin's hook server (hooks/serve.py) a command the policy rules decide alone is
 answered there, without the daemon (`ruled`); every other command goes to the daemon.
+A command the text would ask about is then looked at on disk, in the hook input's `cwd`
+(`on_disk`, shell/disk.py): `git reset --hard` in a clean tree, `rm -rf node_modules` that git
+ignores, `> new.txt` lose nothing, and the guard stays silent; where it would lose something
+the reason says what (`src/app.py has uncommitted changes`). Only the hook reads the disk.
 When the engine cannot answer (no daemon, down, timed out, an error), `[guard] on_failure`
 decides: "ask" (the default: the user is asked rather than the command silently passing) or
 "open" (say nothing). So does a config file that cannot be used (unreadable, not TOML, an
@@ -144,17 +148,23 @@ def body(run: Run) -> dict[str, Any] | None:
         try:
             result = common.judge(run, command, {"destructive": {"builtin": "destructive"}}, guard["budget_s"])
         except NoAnswer as exc:
-            return failed(run, str(exc))
-        answer = result["answers"].get("destructive")
+            # the rules and the disk may still decide it all, and find nothing lost
+            answer = on_disk(run, command)
+            if answer is None or answer.get("p_true", 1) >= 0.5:
+                return failed(run, str(exc))
+        else:
+            answer = result["answers"].get("destructive")
     if not isinstance(answer, dict) or not isinstance(answer.get("p_true"), (int, float)):
         return failed(run, "no usable answer")
-    p_true = float(answer["p_true"])
-    confidence = max(p_true, 1 - p_true)
+    p_true, confidence, unsure, destructive = _reads(answer, guard)
+    if destructive or unsure:
+        # what the text alone would ask about: the working tree may show it loses nothing (or
+        # say what it would lose); only the hook reads the disk (docs/guard.md, "What is on disk")
+        seen = on_disk(run, command)
+        if seen is not None:
+            answer = seen
+            p_true, confidence, unsure, destructive = _reads(answer, guard)
     mode = run.text("permission_mode") or None
-    # Unsure is not safe: an answer the engine (or the reading of the command) abstained on
-    # asks, whatever its probability. Only a confidence under the bar is left to the bar.
-    unsure = bool(answer.get("abstained")) and answer.get("abstain_reason") in UNSURE
-    destructive = p_true >= 0.5 and confidence >= guard["min_confidence"]
     if mode == AUTO:
         decision = "deny" if p_true >= 0.5 and confidence >= guard["auto_deny_min_confidence"] and not unsure \
             else "context" if (destructive or unsure) and guard["auto_context"] else None
@@ -188,6 +198,36 @@ def body(run: Run) -> dict[str, Any] | None:
 
 
 UNSURE = ("opaque", "engine", "bounds", "refused")
+
+
+def _reads(answer: dict[str, Any], guard: dict[str, Any]) -> tuple[float, float, bool, bool]:
+    """(p_true, confidence, unsure, destructive at the bar) of an answer. Unsure is not safe: an
+    answer the engine (or the reading of the command) abstained on asks, whatever its
+    probability. Only a confidence under the bar is left to the bar."""
+    p_true = float(answer["p_true"])
+    confidence = max(p_true, 1 - p_true)
+    unsure = bool(answer.get("abstained")) and answer.get("abstain_reason") in UNSURE
+    return p_true, confidence, unsure, p_true >= 0.5 and confidence >= guard["min_confidence"]
+
+
+def on_disk(run: Run, command: str) -> dict[str, Any] | None:
+    """The command's answer with what is on disk in the hook input's `cwd` (shell/disk.py), when
+    the rules and the disk decide every part; None: the text-only answer stands. ASCII only, as
+    `ruled`: the command path must not parse what could crash the parser."""
+    if not command.isascii():
+        return None
+    from ..shell import disk
+
+    if not disk.might_depend(command):
+        return None
+    t0 = time.perf_counter()
+    seen = disk.answer(command, run.payload.get("cwd"))
+    took = (time.perf_counter() - t0) * 1000
+    if seen is None:
+        run.say(f"disk: not decided by the rules and the disk ({took:.1f} ms): the text answer stands")
+    else:
+        run.say(f"disk: {seen.get('rationale')} ({took:.1f} ms)")
+    return seen
 
 
 def ruled(run: Run, command: str) -> dict[str, Any] | None:
