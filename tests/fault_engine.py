@@ -12,7 +12,7 @@ import time
 
 from local_http import LocalServer, QuietHandler
 
-MODES = ("von", "von_422", "ok", "hang", "drip", "429", "529", "503", "401", "402", "400_credits", "500",
+MODES = ("von", "von_422", "ok", "hang", "drip", "429", "429_long", "529", "503", "401", "402", "400_credits", "500",
          "invalid_json", "wrong_model", "not_argmax", "partial", "422", "404_route", "404_model", "301",
          "429_bad_retry_after", "401_bad_retry_after", "401_echo", "huge", "huge_gzip")
 HUGE_BYTES = 12 * 1024 * 1024  # past the default max_response_bytes (8 MiB)
@@ -85,6 +85,8 @@ class FaultEngine:
                     return
                 errors = {
                     "429": (429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": "7"}),
+                    # a cooldown no test outlasts, however loaded the machine (7 s did, with two agent turns)
+                    "429_long": (429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": "600"}),
                     "529": (529, {"error": {"message": "overloaded"}}, {"retry-after-ms": "4500"}),
                     "503": (503, {"detail": "model loading"}, {}),
                     "401": (401, {"detail": "invalid api key"}, {}),

@@ -196,7 +196,7 @@ def test_order_with_openai_confirmed_through_rpc_rewrites_the_file_keeping_other
 def test_a_429_rung_falls_through_with_one_notice_and_the_footer_shows_the_route(tmp_path):
     from fault_engine import FaultEngine
 
-    engine = FaultEngine("429")
+    engine = FaultEngine("429_long")  # two agent turns on a loaded machine can outlast a 7 s cooldown
     try:
         home = PiHome(tmp_path, config=f'[providers.jev]\nkind = "systemone"\nendpoint = "{engine.url}"\n'
                                        'model = "fault-1"\n[providers.openai]\nkind = "mock"\nmodel = "openai-mock"\n')
@@ -210,7 +210,7 @@ def test_a_429_rung_falls_through_with_one_notice_and_the_footer_shows_the_route
                 rpc.close()
     finally:
         engine.close()
-    assert len(engine.requests) == 1  # the 429 cooled the rung: the second call did not try it
+    assert len(engine.requests) == 1, (notified(first + second), statuses(first), statuses(second))  # the 429 cooled the rung: the second call did not try it
     assert "S1 openai-decisions" in statuses(first) and "S1 openai-decisions" in statuses(second)
     failures = [m for m in notified(first + second) if "jev failed" in m]
     assert len(failures) == 1, notified(first + second)
