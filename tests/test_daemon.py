@@ -760,7 +760,7 @@ def test_a_flood_of_half_open_connections_does_not_lock_the_owner_out(daemons):
     def flood() -> None:
         with selectors.DefaultSelector() as held:
             while not stop.is_set():
-                while len(held.get_map()) < 300:
+                for _ in range(300 - len(held.get_map())):  # reopen what the server closed, each round
                     sock = socket.create_connection(("127.0.0.1", int(port)), timeout=2)
                     sock.sendall(b"POST /v1/judge HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n" % port.encode())
                     sock.setblocking(False)
@@ -779,11 +779,11 @@ def test_a_flood_of_half_open_connections_does_not_lock_the_owner_out(daemons):
         began, answered = time.monotonic(), []
         owner = client.find()
         for _ in range(5):
-            answered.append(owner.post("/v1/decide", {"question": "Is it?"}, timeout_s=10)["status"])
+            answered.append(owner.post("/v1/decide", {"question": "Is it?"}, timeout_s=20)["status"])
         took = time.monotonic() - began
     finally:
         stop.set()
         flooding.join(10)
-    assert answered == ["decided"] * 5 and took < 20, (answered, took)
+    assert answered == ["decided"] * 5 and took < 60, (answered, took)  # each within the 20 s
     assert _healthz(started["url"])["pid"] == started["pid"]
     assert daemon_files.log_path().stat().st_size < 5 * 1024 * 1024
