@@ -42,6 +42,7 @@ class FaultEngine:
         self.mode = mode
         self.model = model
         self.requests: list[dict] = []
+        self.arrived: list[float] = []  # time.monotonic() of each request, in order
         self.headers: list[dict] = []
         self.compressed: list[int] = []
         engine = self
@@ -62,6 +63,7 @@ class FaultEngine:
                 else:
                     body = self.read_json()
                 engine.requests.append(body)
+                engine.arrived.append(time.monotonic())
                 engine.headers.append(dict(self.headers))
                 mode = engine.mode
                 if mode == "hang":
