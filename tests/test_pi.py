@@ -205,7 +205,6 @@ def test_a_429_rung_falls_through_with_one_notice_and_the_footer_shows_the_route
             rpc = Rpc(home, api)
             try:
                 first = rpc.prompt("Judge the test output with System 1", until="agent_end")
-                second_began = time.monotonic()
                 second = rpc.prompt("Judge it again with System 1", until="agent_end")
             finally:
                 rpc.close()
