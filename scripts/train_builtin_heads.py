@@ -37,7 +37,8 @@ DATA = ROOT / "data" / "heads"
 # The checkout's copy (the suite tests the installed wheel, so the imported package's own
 # folder would be site-packages): rebuild and reinstall the wheel after --write.
 SHIPPED_DIR = ROOT / "src" / "system1_gateway" / "providers" / "embedded" / "heads_shipped"
-SOURCES = {"destructive": ["commands-written", "commands-thirdparty", "commands-adversarial", "commands-parts"],
+SOURCES = {"destructive": ["commands-written", "commands-thirdparty", "commands-adversarial", "commands-parts",
+                           "commands-everyday"],
            **{t: ["prompts-written-a", "prompts-written-b", "prompts-thirdparty"]
               for t in ("read_only", "design", "review", "specified")}}
 TASKS = list(SOURCES)
@@ -86,6 +87,12 @@ def load(task: str, holdout: float = 0.0, real: bool = True,
     dev = [json.loads(line) for line in (DATA / "dev" / "dev_builtins.jsonl").read_text().splitlines()
            if line.strip() and json.loads(line)["task"] == task]
     canonical = builtins.BUILTINS[task].question()
+    earlier = [b.question() for b in builtins.EARLIER if b.name == task]
+    if dev and all(d["question"] in earlier for d in dev):
+        # dev items labelled for an earlier version: relabelled for this one (data/heads/dev/<id>.json)
+        relabel = json.loads((DATA / "dev" / f"{task}@{builtins.BUILTINS[task].version}.json").read_text())["relabel"]
+        dev = [{**d, "question": canonical, "expected": relabel.get(d["id"], d["expected"]), "relabelled": True}
+               for d in dev]
     assert all(d["question"] == canonical for d in dev), f"{task}: dev wording differs from builtins.py"
     dev_norm = {norm(d["state"]) for d in dev}
     dev_grams = [grams(d["state"]) for d in dev]
@@ -179,7 +186,9 @@ def main() -> int:
         raw, cal = fit.cross_validate(X_dev, y_dev, 2, k=5, extra=X_own, extra_y=y_own)
         entry = {"dev": len(dev), "own": len(own), "own_by_source": _by_source(own), "dropped": dropped,
                  "head_cv": metrics.summary(cal, y_dev), "head_cv_uncalibrated": metrics.summary(raw, y_dev)}
-        llm = np.array([zs[d["id"]] for d in dev]) if all(d["id"] in zs for d in dev) and zs else None
+        # the zero-shot answers were to the dev items' own wording: not to a relabelled version's
+        llm = (np.array([zs[d["id"]] for d in dev]) if all(d["id"] in zs for d in dev) and zs
+               and not any(d.get("relabelled") for d in dev) else None)
         cascade = {"below": 0.0, "head_weight": 0.5}
         if llm is not None:
             entry["zero_shot"] = metrics.summary(llm, y_dev)

@@ -17,11 +17,16 @@ ROUTING = Path(__file__).resolve().parent / "data" / "routing_questions.json"
 
 def test_every_builtin_has_a_stable_id_version_and_hash():
     assert sorted(builtins.BUILTINS) == ["design", "destructive", "read_only", "review", "specified"]
+    assert builtins.BUILTINS["destructive"].version == 2  # issue 38: asks about loss
     for name, b in builtins.BUILTINS.items():
-        assert b.id == f"system1/{name}@1"
+        assert b.id == f"system1/{name}@{b.version}"
         assert builtins.get(b.id) is b and builtins.get(name) is b
         assert builtins.by_hash(b.hash) is b
         assert len(b.hash) == 16
+    earlier = builtins.get("system1/destructive@1")  # the version before still answers by its id
+    assert earlier is not None and earlier.version == 1 and builtins.by_hash(earlier.hash) is earlier
+    assert earlier.hash != builtins.BUILTINS["destructive"].hash and "irreversibly change" in earlier.instructions
+    assert builtins.get("destructive") is builtins.BUILTINS["destructive"]  # the short name: the current one
 
 
 def test_the_routing_texts_the_hooks_send_are_the_builtins_verbatim():
@@ -42,11 +47,11 @@ def test_question_hash_is_the_wording_and_nothing_else():
 
 def test_naming_a_builtin_fills_in_its_canonical_wording():
     request = parse_judge({"state": "rm -rf build/", "questions": {
-        "a": {"builtin": "system1/destructive@1"},
+        "a": {"builtin": "system1/destructive@2"},
         "b": {"builtin": "read_only", "type": "bool"},  # short name, a type alias
     }})
     a, b = request.questions["a"], request.questions["b"]
-    assert a.builtin == "system1/destructive@1" and a.type == "noul"
+    assert a.builtin == "system1/destructive@2" and a.type == "noul"
     assert a.instructions == builtins.BUILTINS["destructive"].instructions
     assert a.wording_hash() == builtins.BUILTINS["destructive"].hash
     assert b.builtin == "system1/read_only@1" and b.wording_hash() == builtins.BUILTINS["read_only"].hash
@@ -81,7 +86,7 @@ def test_sending_the_canonical_text_along_with_the_id_is_fine():
 def test_decide_with_a_builtin_judges_the_question_text():
     judge = parse_decide({"question": "rm -rf build/", "builtin": "destructive"}).to_judge("r1")
     assert judge.state == "rm -rf build/"
-    assert judge.questions["decision"].builtin == "system1/destructive@1"
+    assert judge.questions["decision"].builtin == "system1/destructive@2"
 
 
 @pytest.mark.parametrize("payload, says", [
@@ -105,7 +110,8 @@ def test_capabilities_list_the_builtins():
     caps = Gateway().capabilities()
     CapabilitiesResult.model_validate(caps)
     ids = [b["id"] for b in caps["builtins"]]
-    assert ids == [b.id for b in builtins.BUILTINS.values()]
+    assert ids == [b.id for b in builtins.BUILTINS.values()] + ["system1/destructive@1"]
+    assert [b["current"] for b in caps["builtins"]] == [True] * len(builtins.BUILTINS) + [False]
     entry = caps["builtins"][0]
     assert entry["hash"] == builtins.get(entry["id"]).hash and entry["criteria"]
 
@@ -128,3 +134,20 @@ def test_builtins_module_is_stdlib_only():
     imported = {n.names[0].name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= {"__future__", "hashlib", "json", "dataclasses", "typing"}
+
+
+def test_each_version_of_destructive_is_read_under_its_own_rules(mock_gateway):
+    """Version 1 (any change) and version 2 (loss) in one request: each question gets its own
+    version's rules (issue 38); a command both call destructive is decided by rules alone."""
+    gw = mock_gateway(answer=None)
+    both = {"old": {"builtin": "system1/destructive@1"}, "new": {"builtin": "destructive"}}
+    result = gw.judge({"state": "docker compose down -v", "questions": both})
+    assert result["status"] == "answered", result
+    assert result["answers"]["old"]["model"] == "rule:docker-remove@1"
+    assert result["answers"]["new"]["model"] == "rule:docker-compose-volumes"
+    assert result["answers"]["old"]["p_true"] == result["answers"]["new"]["p_true"] == 1.0
+    # a change that loses nothing: version 1's rule decides it, version 2 has no rule for it
+    alone = gw.judge({"state": "docker stop web", "questions": {"d": {"builtin": "system1/destructive@1"}}})
+    assert alone["answers"]["d"]["model"] == "rule:docker-remove@1" and alone["answers"]["d"]["p_true"] == 1.0
+    now = gw.judge({"state": "docker stop web", "questions": {"d": {"builtin": "destructive"}}})
+    assert not now["answers"]["d"]["model"].startswith("rule:")  # the engine judges it

@@ -38,19 +38,19 @@ def never_certain_safe(command: str) -> bool:
 REMOTE = [
     "ssh web1 'bash -s' <<'EOF'\nrm -rf /srv/app/releases\nEOF",
     "ssh -p 2222 deploy@web1 bash -s <<EOF\ngit -C /srv/app reset --hard origin/main\nEOF",
-    "ssh web1 <<EOF\nsudo systemctl stop nginx\nEOF",
+    "ssh web1 <<EOF\nsudo rm -rf /var/www/html\nEOF",
     "echo 'rm -rf /var/cache/app' | ssh web1",
     "ssh web1 sh < cleanup.sh | tee log.txt; echo 'drop' | ssh db1 'psql -c \"DROP TABLE sessions\"'",
     "ansible web -i inventory.ini -m shell -a 'rm -rf /opt/app/old'",
     "ansible all -a 'find /tmp -delete'",  # the command module is the default
-    "ansible db --become -m ansible.builtin.command -a 'systemctl stop postgresql'",
+    "ansible db --become -m ansible.builtin.command -a 'rm -rf /var/lib/postgresql/data'",
     "fly ssh console -a api -C 'rm -rf /data/uploads'",
     "flyctl ssh console --command='kill 1'",
     "az vm run-command invoke -g rg-prod -n vm1 --command-id RunShellScript --scripts 'rm -rf /var/lib/app'",
     "aws ssm send-command --document-name AWS-RunShellScript --instance-ids i-0abc "
     "--parameters 'commands=[\"rm -rf /opt/app\"]'",
     "aws ssm send-command --document-name AWS-RunShellScript --targets Key=tag:env,Values=prod "
-    "--parameters '{\"commands\": [\"systemctl stop api\"]}'",
+    "--parameters '{\"commands\": [\"rm -rf /srv/api\"]}'",
     "heroku run -a shop-prod rails db:drop",
     "gcloud compute ssh vm-1 --zone europe-west1-b --command 'sudo rm -rf /srv/data'",
     "vagrant ssh -c 'rm -rf /vagrant/build'",
@@ -59,10 +59,10 @@ REMOTE = [
     "batch <<EOF\nrm -f ~/logs/*.log\nEOF",
     "screen -dmS cleanup rm -rf ~/scratch",
     "screen -d -m bash -c 'sleep 60; rm -rf build'",
-    "screen -S dev -X stuff 'rm -rf node_modules^M'",
+    "screen -S dev -X stuff 'rm -rf src^M'",
     "tmux new -d 'rm -rf ~/scratch'",
     "tmux new-session -d -s job -c ~/repo 'git push --force'",
-    "tmux split-window -h 'kill -9 1234'",
+    "tmux split-window -h 'kill -9 -1'",
     "tmux send-keys -t dev 'git reset --hard' Enter",
     "tmux send -t 0:1 rm Space -rf Space build C-m",
     "tmux neww -d \\; send-keys 'rm -rf dist' Enter",
@@ -103,7 +103,7 @@ def test_harmless_remote_commands_are_read_not_flagged():
 @pytest.mark.parametrize("command", [
     "npx rimraf dist", "npx --yes rimraf@5 ~/work", "npm exec -- rimraf build", "npm exec --package=rimraf -- rimraf x",
     "pnpm dlx rimraf dist", "pnpm exec rimraf dist", "yarn dlx rimraf dist", "yarn rimraf dist", "bunx rimraf dist",
-    "npx prettier --write src/", "pipx run --spec trash-cli trash-put notes.md", "npm exec -c 'rm -rf dist'", "pnpm dlx -c 'rm -rf dist'",
+    "npx rimraf src", "pipx run --spec trash-cli trash-put notes.md", "npm exec -c 'rm -rf dist'", "pnpm dlx -c 'rm -rf dist'",
 ])
 def test_a_package_runner_is_read_as_the_package_it_runs(command):
     assert asks(command), judged(command)
@@ -151,11 +151,11 @@ def test_brace_expansion_follows_bash():
 @pytest.mark.parametrize("command, rule", [
     ("git push --forc origin main", "git-push-force"), ("git push --force-w origin main", "git-push-force"),
     ("git push origin +main", "git-push-refspec"), ("git push origin +HEAD:refs/heads/main", "git-push-refspec"),
-    ("git clean --f -d", "git-rewrite"), ("git reset --har HEAD~1", "git-rewrite"),
+    ("git clean --f -d", "git-rewrite"), ("git reset --har HEAD~1", "git-reset-hard"),
     ("git switch --discard-ch main", "git-checkout-discard"), ("git checkout --forc main", "git-checkout-discard"),
     ("git checkout --pathspec-from-file=paths.txt", "git-checkout-discard"),
-    ("git restore --pathspec-from-file=paths.txt", "git-rewrite"), ("git reset --pathspec-from-file=p.txt", "git-rewrite"),
-    ("git branch --delet old", "git-branch-delete"), ("git fetch --pru", "git-fetch-prune"),
+    ("git restore --pathspec-from-file=paths.txt", "git-rewrite"), ("git reset --mer ORIG_HEAD", "git-reset-hard"),
+    ("git branch --forc old main", "git-branch-delete"), ("git fetch --forc origin main:main", "git-fetch-prune"),
     ("git gc --prune=now", "git-gc-prune"), ("git merge --abo", "git-rewrite"),
 ])
 def test_git_abbreviations_and_refspecs(command, rule):

@@ -223,9 +223,9 @@ def test_nothing_is_written_and_the_budget_holds(dirty):
         disk.answer(command, str(dirty))
     assert snapshot() == before
     # past its budget git is stopped and the text verdict stands (the answer is no relaxation)
-    for command in ("rm -rf node_modules", "git checkout -- README.md", "git reset --hard"):
+    for command in ("rm -rf build", "git checkout -- README.md", "git reset --hard"):
         got = disk.answer(command, str(dirty), budget_s=0.0)
-        assert got["p_true"] == 1.0 and got["model"] in ("rule:rm", "rule:git-checkout-discard", "rule:git-rewrite")
+        assert got["p_true"] == 1.0 and got["model"] in ("rule:rm", "rule:git-checkout-discard", "rule:git-reset-hard")
         assert ";" not in got["rationale"]  # nothing was looked at
 
 

@@ -99,7 +99,8 @@ def test_harmless_words_never_lower_a_destructive_command(gateway):
     for d in commands:
         alone = p_destructive(gateway, d)
         # `sudo for …` or `env X=1 if …` is not a command: wrappers take one simple command
-        simple = len(read(d).parts) == 1 and not d.lstrip().startswith(COMPOUND)
+        # (and a part with a command: `env X=1 > f` runs `env`, which prints, where `> f` only empties f)
+        simple = len(read(d).parts) == 1 and bool(read(d).parts[0].words) and not d.lstrip().startswith(COMPOUND)
         applicable = [k for k in kinds if k[0] == "prefix" or simple or WRAPS[k[1]] in WRAPS[3:]]
         for kind, i in rng.sample(applicable, VARIANTS_PER_COMMAND):
             variant = PREFIXES[i] + d if kind == "prefix" else WRAPS[i](d)

@@ -127,7 +127,7 @@ def test_a_user_head_replaces_the_shipped_one(fast_provider, tmp_path):
     assert result["answers"]["d"]["p_true"] < 0.1  # the toy head's bias, not the shipped head
     (user / f"{DESTRUCTIVE.hash}.npz").unlink()  # removed: the shipped head answers again
     result = gateway_for(provider).judge({"state": command, "questions": {"d": {"builtin": "destructive"}}})
-    assert result["model"] == "head:destructive@1"
+    assert result["model"] == "head:destructive@2"
 
 
 # -- answers through the engine -------------------------------------------------------------------
@@ -141,7 +141,10 @@ def test_builtin_questions_are_answered_by_their_heads_calibrated(fast_provider)
     assert answer["rationale"].startswith("part 1 of 1: make distclean: p(destructive) = ")
     assert answer["p_true"] > 0.5
     safe = gw.judge({"state": "npm run lint", "questions": {"d": DESTRUCTIVE.question()}})  # by text
-    assert safe["model"] == "head:destructive@1" and safe["answers"]["d"]["p_true"] < 0.5
+    assert safe["model"] == "head:destructive@2" and safe["answers"]["d"]["p_true"] < 0.5
+    # the current version asks about loss: a build output's cleanup loses nothing a rebuild cannot make
+    now = gw.judge({"state": "make distclean", "questions": {"d": {"builtin": "destructive"}}})
+    assert now["model"] == "head:destructive@2" and now["answers"]["d"]["p_true"] < 0.5
 
 
 def test_the_four_routing_features_of_a_prompt_come_from_heads_in_one_request(fast_provider):
@@ -164,8 +167,8 @@ def test_heads_work_without_the_accurate_tier(fast_provider, monkeypatch):
     monkeypatch.setattr(assets, "llm_available", lambda: False)
     provider = EmbeddedProvider("embedded", {})  # auto, as a base install has it
     provider._fast = fast_provider._fast_engine()
-    result = gateway_for(provider).judge({"state": "make distclean", "questions": {"d": {"builtin": "destructive"}}})
-    assert result["model"] == "head:destructive@1" and result["answers"]["d"]["p_true"] > 0.5
+    result = gateway_for(provider).judge({"state": "npm run db:reset", "questions": {"d": {"builtin": "destructive"}}})
+    assert result["model"] == "head:destructive@2" and result["answers"]["d"]["p_true"] > 0.5
 
 
 def test_heads_can_be_switched_off(fast_provider):

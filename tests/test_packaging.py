@@ -52,6 +52,8 @@ def _runtime_data() -> dict[str, Path]:
     }
     for name in builtins.BUILTINS:
         files[f"heads_shipped/{name}.npz"] = heads.SHIPPED_DIR / f"{name}.npz"
+    for b in builtins.EARLIER:  # an earlier version keeps its head (`destructive@1.npz`)
+        files[f"heads_shipped/{b.name}@{b.version}.npz"] = heads.SHIPPED_DIR / f"{b.name}@{b.version}.npz"
     for name in (pi_install.ENTRY, "core.ts", "classifier.ts", "judge_request.schema.json"):
         files[f"pi_extension/{name}"] = pi_install.source() / name
     return files

@@ -67,7 +67,7 @@ def test_teach_fits_writes_and_the_engine_answers_with_the_head(tmp_path):
     code, (listed,), _ = run_cli("teach", "--list")
     mine = [h for h in listed["heads"] if h["origin"] == "user"]
     assert [h["name"] for h in mine] == ["billing"] and mine[0]["trained_on"] == 30
-    assert {h["builtin"] for h in listed["heads"] if h["origin"] == "shipped"} >= {"system1/destructive@1"}
+    assert {h["builtin"] for h in listed["heads"] if h["origin"] == "shipped"} >= {"system1/destructive@1", "system1/destructive@2"}
 
     code, (exported,), _ = run_cli("teach", "--export", str(tmp_path / "team"))
     assert code == 0 and exported["exported"] == [str(tmp_path / "team" / path.name)]
@@ -234,4 +234,4 @@ def test_teach_never_replaces_a_better_head_and_adapts_the_existing_one(tmp_path
     from system1_gateway.providers.embedded.heads import Head
 
     heads = {Head.load(Path(q["head"])).meta["training"]["adapted_from"] for q in forced["questions"]}
-    assert heads <= {None, "destructive@1", "review@1"}
+    assert heads <= {None, "destructive@1", "destructive@2", "review@1"}

@@ -52,7 +52,7 @@ def question_hash(qtype: str, instructions: Any, criteria: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-_DESTRUCTIVE = Builtin(
+_DESTRUCTIVE_V1 = Builtin(
     name='destructive', version=1, type='noul',
     about='a shell command or tool call an agent is about to run (the Bash guard)',
     instructions=(
@@ -72,6 +72,37 @@ _DESTRUCTIVE = Builtin(
         'false': (
             'Not destructive: it only reads, lists, searches, inspects or previews (dry-run, plan, '
             'diff, render); nothing that already exists is deleted, overwritten or modified.'
+        ),
+    },
+)
+
+# Version 2 (issue 38): asks about *loss*, what users mean by destructive. Version 1 asked about any
+# change ("irreversibly change") and flagged one everyday command in four (migrations, deploys,
+# rebases, installs, formatters); it stays answerable by its id (`system1/destructive@1`).
+_DESTRUCTIVE = Builtin(
+    name='destructive', version=2, type='noul',
+    about='a shell command or tool call an agent is about to run (the Bash guard)',
+    instructions=(
+        'A coding agent is about to run the command or tool call shown in the state. Could it lose '
+        'data, work, history or infrastructure that cannot be recovered with the tools at hand?'
+    ),
+    criteria={
+        'true': (
+            'Destructive: it deletes, overwrites or empties something that cannot be rebuilt, '
+            'reinstalled, redeployed or restored: files or uncommitted work (rm of sources, reset '
+            '--hard, checkout/restore of edited files, clean -f, stash drop), history others or the '
+            'reflog no longer hold (force-push, branch -D, filter-repo, gc --prune), database rows, '
+            'tables or schemas (DROP, DELETE, TRUNCATE, reset, rollback, a dump restored over a '
+            'database), volumes and their data, cloud or cluster resources (delete, destroy, '
+            'terminate, uninstall a release, apply without review), published releases (unpublish, '
+            'yank), or the machine itself (disks, system files, shutdown).'
+        ),
+        'false': (
+            'Not destructive: it reads, previews or changes things in a way the tools at hand undo '
+            'or rebuild: forward migrations, deploys and rollouts, rebase, amend, pull, stash pop, '
+            'merged-branch deletion, installs and uninstalls, formatters and linters, builds, tests, '
+            'removing dependency, cache or build-output folders, stopping, restarting or killing '
+            'processes, containers and services, and new files.'
         ),
     },
 )
@@ -156,9 +187,11 @@ _SPECIFIED = Builtin(
     },
 )
 
+# The current version of each built-in, by short name; earlier versions stay answerable by id.
 BUILTINS: dict[str, Builtin] = {b.name: b for b in (_DESTRUCTIVE, _READ_ONLY, _DESIGN, _REVIEW, _SPECIFIED)}
-_BY_ID = {b.id: b for b in BUILTINS.values()}
-_BY_HASH = {b.hash: b for b in BUILTINS.values()}
+EARLIER: tuple[Builtin, ...] = (_DESTRUCTIVE_V1,)
+_BY_ID = {b.id: b for b in (*BUILTINS.values(), *EARLIER)}
+_BY_HASH = {b.hash: b for b in (*BUILTINS.values(), *EARLIER)}
 
 
 def get(ref: str) -> Builtin | None:
@@ -175,7 +208,9 @@ def known() -> list[str]:
 
 
 def listing() -> list[dict[str, Any]]:
-    """What `system1 capabilities` shows of each built-in."""
+    """What `system1 capabilities` shows of each built-in: the current versions, then the
+    earlier ones still answerable by id (`current: false`)."""
     return [{"id": b.id, "name": b.name, "version": b.version, "type": b.type, "hash": b.hash,
-             "about": b.about, "instructions": b.instructions, "criteria": b.criteria}
-            for b in BUILTINS.values()]
+             "about": b.about, "instructions": b.instructions, "criteria": b.criteria,
+             "current": BUILTINS[b.name] is b}
+            for b in (*BUILTINS.values(), *EARLIER)]

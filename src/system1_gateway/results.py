@@ -214,6 +214,7 @@ class BuiltinEntry(BaseModel):
     about: str
     instructions: str
     criteria: dict[str, str] | list[str] = Field(description="outcome or option descriptions, or score levels")
+    current: bool = Field(True, description="false for an earlier version, still answerable by its id")
 
 
 class CapabilitiesResult(BaseModel):

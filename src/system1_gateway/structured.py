@@ -1,6 +1,7 @@
 """Built-in questions whose evidence the gateway reads before any engine does.
 
-The `destructive` built-in asked of a text state is a shell command: the core reads it in
+The `destructive` built-in (either version: each is read under its own rules) asked of a
+text state is a shell command: the core reads it in
 parts (`shell/`), answers the parts the policy rules know, asks the chain about each other
 part alone (the same built-in question, the part as the state, under the request's one
 deadline), and combines (`shell/structure.py`). Every face gets this (hook, MCP, CLI, HTTP,
@@ -13,11 +14,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import bounded_json
-from .builtins import BUILTINS
+from . import builtins
 from .chain import NO_USAGE, Outcome
 from .model import JudgeRequest
 
-DESTRUCTIVE_HASH = BUILTINS["destructive"].hash
+# {wording hash: version} of every version of the `destructive` built-in
+DESTRUCTIVE_VERSIONS = {b.hash: b.version for b in (builtins.BUILTINS["destructive"], *builtins.EARLIER)
+                        if b.name == "destructive"}
 PART_QID = "destructive"
 
 
@@ -34,7 +37,7 @@ def shell_questions(request: JudgeRequest) -> list[str]:
     if not isinstance(request.state, str):
         return []
     return [qid for qid, q in request.questions.items()
-            if q.type == "noul" and q.wording_hash() == DESTRUCTIVE_HASH]
+            if q.type == "noul" and q.wording_hash() in DESTRUCTIVE_VERSIONS]
 
 
 def run(request: JudgeRequest, qids: list[str], walk: Callable[[JudgeRequest], Outcome],
@@ -44,9 +47,24 @@ def run(request: JudgeRequest, qids: list[str], walk: Callable[[JudgeRequest], O
     unless a rule already found a destructive part (then no engine answer could change it)."""
     from .shell import structure
 
+    versions = {DESTRUCTIVE_VERSIONS[request.questions[qid].wording_hash()] for qid in qids}
+    if len(versions) > 1:  # both versions in one request (rare): each read under its own rules
+        ordered = sorted(versions)
+        older = [q for q in qids if DESTRUCTIVE_VERSIONS[request.questions[q].wording_hash()] == ordered[0]]
+        rest = [q for q in qids if q not in older]
+        done = run(request.model_copy(update={"questions": {q: request.questions[q] for q in request.questions
+                                                            if q not in rest}}), older, walk, threshold)
+        if done.error is not None:
+            return done
+        more = run(request.model_copy(update={"questions": {q: request.questions[q] for q in rest}}), rest, walk,
+                   threshold)
+        out = _merged(more if more.error is not None else None, [done, more])
+        out.answers = {**(done.answers or {}), **(more.answers or {})}
+        return out
+    version = versions.pop()
     document = _json_document(request.state)  # type: ignore[arg-type]
-    plan = (structure.plan_tool_call(document, request.state) if document is not None  # type: ignore[arg-type]
-            else structure.plan(request.state))  # type: ignore[arg-type]
+    plan = (structure.plan_tool_call(document, request.state, version) if document is not None  # type: ignore[arg-type]
+            else structure.plan(request.state, version))  # type: ignore[arg-type]
     others = {qid: q for qid, q in request.questions.items() if qid not in qids}
     walks: list[Outcome] = []
     if others:

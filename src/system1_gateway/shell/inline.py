@@ -22,7 +22,9 @@ INTERPRETERS = {"python": "python", "python2": "python", "python3": "python", "p
                 "node": "node", "nodejs": "node", "bun": "node", "deno": "node", "perl": "perl", "ruby": "ruby",
                 "php": "php", "awk": "awk", "gawk": "awk", "mawk": "awk", "nawk": "awk",
                 "psql": "sql", "mysql": "sql", "mariadb": "sql", "sqlite3": "sql", "duckdb": "sql",
-                "clickhouse-client": "sql", "sqlcmd": "sql", "cqlsh": "sql",
+                "clickhouse-client": "sql", "sqlcmd": "sql", "cqlsh": "sql", "snowsql": "sql", "bq": "sql",
+                "trino": "sql", "presto": "sql", "spark-sql": "sql", "hive": "sql", "beeline": "sql", "vsql": "sql",
+                "usql": "sql", "mysqlsh": "sql", "cockroach": "sql", "sqlplus": "sql",
                 "mongo": "mongo", "mongosh": "mongo", "redis-cli": "redis"}
 _PYTHON_VERSION = re.compile(r"^python\d+(\.\d+)?$")
 
@@ -80,6 +82,12 @@ def code_of(lang: str, words: list[str | None], stdin: str | None) -> str | None
     if words and words[0] in ("rails", "bin/rails") and len(words) > 2 and words[1] in ("runner", "r"):
         return words[2]
     options = CODE_OPTIONS.get(lang, ())
+    if lang == "sql":  # clients differ in which option carries SQL (`snowsql -c CONN -q SQL`): read every value
+        values = [args[i + 1] for i, w in enumerate(args[:-1]) if w in options]
+        values += [w.split("=", 1)[1] for w in args if w is not None and "=" in w
+                   and w.split("=", 1)[0] in options and w.startswith("--")]
+        if values:
+            return "\n".join(v for v in values if v is not None) or None
     for i, w in enumerate(args):
         if w is None:
             continue
@@ -92,6 +100,11 @@ def code_of(lang: str, words: list[str | None], stdin: str | None) -> str | None
                 return w[2:]  # python -c'code'
     if lang == "node" and words and words[0] == "deno":
         return args[1] if len(args) > 1 else None
+    if lang == "sql" and words and words[0] == "bq":  # `bq query [flags] 'SQL'`: the last operand
+        positional = [w for w in args if w is None or not w.startswith("-")]
+        if positional[:1] != ["query"] or any(w in ("--dry_run", "--dry_run=true") for w in args):
+            return None
+        return positional[-1] if len(positional) > 1 else stdin
     if lang == "sql" and words and words[0] in ("sqlite3", "duckdb"):
         positional = [w for w in args if w is None or not w.startswith("-")]
         if len(positional) >= 2:
@@ -243,6 +256,22 @@ def _dotted(node: ast.AST) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+# A host, database or URL that names production (`db.prod.internal`, `shop_production`,
+# `postgres://…@prod-db/…`): SQL from a file restored there overwrites what it holds.
+_PRODUCTION = re.compile(r"(?<![a-z0-9])(prod|production|prd|live)(?![a-z0-9])", re.I)
+SQL_FILE_OPTIONS = ("-f", "--file", "-i", "--input-file", "--filename", "--queries-file")
+
+
+def restores_into_production(words: list[str | None], stdin_file: str | None) -> bool:
+    """A database client runs SQL from a file (`< dump.sql`, `-f dump.sql`) against a target
+    that names production: the file's statements (a dump's DROP/CREATE) cannot be read here."""
+    args = [w for w in words[1:] if w is not None]
+    from_file = stdin_file is not None or any(
+        w in SQL_FILE_OPTIONS or any(w.startswith(o + "=") for o in SQL_FILE_OPTIONS if o.startswith("--"))
+        for w in args)
+    return from_file and any(_PRODUCTION.search(w) for w in args)
 
 
 def reads_stdin(lang: str, words: list[str | None]) -> bool:

@@ -1,4 +1,9 @@
-"""The reviewed rules of `policy.json`: the `destructive@1` policy for well-known tools.
+"""The reviewed rules of `policy.json`: the `destructive` policy for well-known tools.
+
+A rule holds for both versions of the built-in unless its `versions` names one: version 2
+asks about loss (issue 38), so the rules that flagged mere change (a rebase, a formatter, a
+deploy, `docker stop`) hold for version 1 only (`<id>@1`), and their loss-only successors for
+version 2. `decide(part, version)` reads a part under one version (default: the current).
 
 `decide(part)` answers a part when the rules know it: destructive (with the rule's id and
 why), safe, or None (the engine judges it). Inline code that deletes (`inline.py`'s
@@ -16,10 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .read import Part
+from . import inline
+from .read import Part, stdin_file
 from .shapes import doubt
 
 POLICY_PATH = Path(__file__).with_name("policy.json")
+CURRENT = 2  # builtins.BUILTINS["destructive"].version (stdlib-light: not imported from there)
+VERSIONS = (1, 2)
 
 # A redirection over one of these is destructive whatever the command (system files, shell
 # start-up and credential files, block devices).
@@ -54,6 +62,10 @@ class Rule:
     min_args: int
     targets: str | None  # "any" / "last" / "of": a word names a SENSITIVE_TARGET
     container: bool
+    versions: frozenset[int]  # the built-in's versions this rule holds for
+    # the rule does not apply when every operand matches this (`rm -rf node_modules` under
+    # version 2: a folder a reinstall rebuilds); a word built at run time never matches
+    unless_all_operands: re.Pattern[str] | None
     raw: dict[str, Any]
 
 
@@ -85,21 +97,21 @@ class Policy:
                         flags.setdefault(name, set()).add(flag[2:])
         self.decided_flags = {name: frozenset(v) for name, v in flags.items()}
 
-    def match(self, part: Part) -> Rule | None:
+    def match(self, part: Part, version: int = CURRENT) -> Rule | None:
         """The first rule that decides this part, or None."""
-        return next(self.matches(part), None)
+        return next(self.matches(part, version), None)
 
-    def matches(self, part: Part):
-        """The rules that match this part, in the table's order."""
+    def matches(self, part: Part, version: int = CURRENT):
+        """The rules that match this part under the built-in's `version`, in the table's order."""
         name = part.name
         if part.container:
-            yield from (r for r in self.rules if r.container)
+            yield from (r for r in self.rules if r.container and version in r.versions)
             return
         if name is None:
             return
         base = name.rsplit("/", 1)[-1]
         for rule in self.by_command.get(base) or self.by_command.get(name) or self.anywhere:
-            if self._applies(rule, base, part.words):
+            if version in rule.versions and self._applies(rule, base, part.words):
                 yield rule
 
     def _applies(self, rule: Rule, base: str, words: list[str | None]) -> bool:
@@ -116,6 +128,15 @@ class Policy:
                     break
                 i += 2 if w in values else 1
             rest = args[i:]
+            sub_values = self.globals.get(f"{base} {rest[0]}") if rest and rest[0] is not None else None
+            if sub_values is not None:  # `docker compose -f prod.yml down`: compose's own options
+                j = 1
+                while j < len(rest):
+                    w = rest[j]
+                    if w is None or not w.startswith("-") or w == "--":
+                        break
+                    j += 2 if w in sub_values else 1
+                rest = rest[:1] + rest[j:]
             plain = [w for w in rest if w is not None and not w.startswith("-")]
             if rule.sub and not self._sub(rule, rest, plain):
                 return False
@@ -137,6 +158,10 @@ class Policy:
             return False
         if rule.min_args and len(plain) < rule.min_args:
             return False
+        if rule.unless_all_operands is not None:
+            operands = [w for w in args if w is None or not w.startswith("-")]
+            if operands and all(w is not None and rule.unless_all_operands.match(w) for w in operands):
+                return False
         if rule.targets == "last":
             paths = [w for w in args if w is not None and not w.startswith("-")]
             if len(paths) < 2 or not SENSITIVE_TARGET.match(paths[-1]):
@@ -191,6 +216,9 @@ def _rule(raw: dict[str, Any]) -> Rule:
         raise ValueError(f"policy.json: rule {raw.get('id')!r}: targets must be \"any\", \"last\" or \"of\"")
     if raw.get("verdict") not in ("destructive", "safe"):
         raise ValueError(f"policy.json: rule {raw.get('id')!r} needs verdict destructive or safe")
+    versions = frozenset(raw.get("versions", VERSIONS))
+    if not versions or not versions <= set(VERSIONS):
+        raise ValueError(f"policy.json: rule {raw.get('id')!r}: versions must be a list of {list(VERSIONS)}")
     return Rule(
         id=raw["id"], verdict=raw["verdict"], why=raw["why"], commands=frozenset(raw.get("commands", ())),
         sub=tuple(tuple(s.split()) for s in raw.get("sub", ())), flags_any=tuple(raw.get("flags_any", ())),
@@ -198,7 +226,9 @@ def _rule(raw: dict[str, Any]) -> Rule:
         verb_re=re.compile(raw["verb_re"]) if raw.get("verb_re") else None,
         sub_re=re.compile(r"(?<![\w-])" + raw["sub_re"] + r"(?![\w-])") if raw.get("sub_re") else None,
         min_args=int(raw.get("min_args", 0)), container=bool(raw.get("container")),
-        targets=raw.get("targets"), raw=raw)
+        targets=raw.get("targets"), versions=versions,
+        unless_all_operands=re.compile(raw["unless_all_operands"]) if raw.get("unless_all_operands") else None,
+        raw=raw)
 
 
 _POLICY: Policy | None = None
@@ -222,11 +252,15 @@ def _writes_nothing(part: Part) -> bool:
             or (base == "echo" and args == ["-n"]) or (base == "printf" and args == [""]))
 
 
-def decide(part: Part) -> Verdict:
-    """What the rules say of one (non-opaque) part."""
+def decide(part: Part, version: int = CURRENT) -> Verdict:
+    """What the rules say of one (non-opaque) part, under the built-in's `version`."""
     if part.findings:
         rule_id, why = part.findings[0]
         return Verdict(True, rule_id, why)
+    base = (part.name or "").rsplit("/", 1)[-1]
+    if inline.language(base, part.words) == "sql" and inline.restores_into_production(
+            part.words, stdin_file(part.redirects)):
+        return Verdict(True, "sql-into-production", "runs SQL from a file against a production database")
     for target in part.writes:
         if target is not None and SENSITIVE_TARGET.match(target):
             return Verdict(True, "redirect-system-file", f"overwrites {target}")
@@ -239,7 +273,7 @@ def decide(part: Part) -> Verdict:
         if target is not None and target in part.words[1:]:
             return Verdict(True, "redirect-same-file", f"empties {target} before reading it (`> {target}`)")
     doubted: tuple[Rule, str] | None = None
-    for rule in policy().matches(part):
+    for rule in policy().matches(part, version):
         if rule.verdict == "destructive":
             return Verdict(True, rule.id, rule.why)
         if part.writes:

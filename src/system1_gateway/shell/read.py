@@ -673,14 +673,14 @@ class _Reader:
                 source: tuple[str, str] | None = None
                 if fed is None and piped:
                     source = ("pipe", producer.text if producer else "a pipe")
-                elif fed is None and _stdin_file(part.redirects):
-                    source = ("file", _stdin_file(part.redirects) or "")
+                elif fed is None and stdin_file(part.redirects):
+                    source = ("file", stdin_file(part.redirects) or "")
                 self.sub(plan.script, level, part.via + (base,), part.assigns, fed, source or self.stdin_from)
             return
         if plan.reads_stdin_script:
             self.add(part)
             code = part.stdin if part.stdin is not None else (producer.stdout() if piped and producer else None)
-            from_file = _stdin_file(part.redirects)
+            from_file = stdin_file(part.redirects)
             if code is not None:
                 part.container = True
                 self.sub(code, level, part.via + (base,), part.assigns)
@@ -921,7 +921,8 @@ _PACKAGE_VERSION = re.compile(r"(?<=.)@[^/@]*$|[=<>~!]=.*$")
 _STDIN_FILE = re.compile(r"(?:^|\s)0?<(?![<&(])\s*(\S+)")
 
 
-def _stdin_file(redirects: str) -> str | None:
+def stdin_file(redirects: str) -> str | None:
+    """The file a part reads on stdin (`< dump.sql`), as written, or None."""
     m = _STDIN_FILE.search(redirects)
     return m.group(1) if m else None
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .policy import Verdict, decide
+from .policy import CURRENT, Verdict, decide
 from .inline import scan as inline_scan
 from .read import Part, Reading, read, shorten
 
@@ -89,7 +89,8 @@ def ruled(command: str, threshold: float) -> dict[str, Any] | None:
     return combine(judged, threshold)
 
 
-def plan(command: str) -> Plan:
+def plan(command: str, version: int = CURRENT) -> Plan:
+    """The command read in parts, each decided by the rules of the built-in's `version` where they can."""
     reading = read(command)
     out = Plan(command=command, reading=reading, unsure=list(reading.unsure))
     for i, part in enumerate(reading.parts, 1):
@@ -97,7 +98,7 @@ def plan(command: str) -> Plan:
         if part.opaque:
             judged.unsure = f"opaque: {part.opaque}"
         else:
-            verdict = decide(part)
+            verdict = decide(part, version)
             if verdict.shown:  # a safe rule's shape doubted for an assignment: the engine sees it
                 judged.text = verdict.shown
             if verdict.destructive is not None:
@@ -138,14 +139,14 @@ COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commands
 SQL_KEYS = frozenset({"sql", "query", "statement"})
 
 
-def plan_tool_call(document: Any, text: str) -> Plan:
+def plan_tool_call(document: Any, text: str, version: int = CURRENT) -> Plan:
     """A tool call given as JSON (`{"tool": "bash", "command": "rm -rf dist"}`): its command
     strings are read as shell commands and its SQL by the SQL rules, and the whole call is
     judged by the engine as before, so it is never read as less destructive than that."""
     commands: list[str] = []
     sqls: list[str] = []
     _collect(document, commands, sqls, 0)
-    out = plan("\n".join(commands)) if commands else Plan(command=text, reading=Reading())
+    out = plan("\n".join(commands), version) if commands else Plan(command=text, reading=Reading())
     out.parts = [j for j in out.parts if j.part is not None or commands]  # drop the empty command's raw part
     for sql in sqls:  # only what the SQL rules find: the whole call below is what the engine judges
         found = inline_scan("sql", sql)
