@@ -163,7 +163,7 @@ def doubt(rule_id: str, part: Part, abbreviated: frozenset[str] = frozenset()) -
             letters = w[1:]
             if any(c in short for c in letters):
                 return f"`{w[:40]}` of `{base}` runs a command or writes a file"
-    check = CHECKS.get(base)
+    check = RULE_CHECKS.get(rule_id) or CHECKS.get(base)
     return check(words) if check is not None else None
 
 
@@ -269,6 +269,9 @@ def _git(words: list[str | None]) -> str | None:
         return "`git worktree add -B` resets an existing branch"
     if sub in ("remote",) and "update" in more and any(w in ("-p", "--prune") for w in more):
         return "`git remote update --prune` deletes remote-tracking branches"
+    if sub in ("rebase", "pull") and any(re.match(r"^-[A-Za-z]*x", w) or w.startswith("--exec") for w in more
+                                         if not w.startswith("--") or w.startswith("--exec")):
+        return "`git rebase -x`/`--exec` runs the command it names after each commit"
     if sub in ("fetch", "pull") and any(re.match(r"^\+[^:]*:.+", w) for w in more):
         return "a forced (`+`) refspec overwrites a local branch"
     return None
@@ -703,6 +706,21 @@ def _service(words: list[str | None]) -> str | None:
     return None
 
 
+SERVICE_LIFECYCLE = frozenset("start stop restart reload try-restart reload-or-restart try-reload-or-restart "
+                              "condrestart force-reload enable disable daemon-reload".split())
+
+
+def _service_lifecycle(words: list[str | None]) -> str | None:
+    """`systemctl restart nginx`, `service redis restart`: the verb must be one that stops, starts
+    or reloads (no `clean`, `revert`, `isolate`, `reboot`: those lose state or the machine)."""
+    base = (words[0] or "").rsplit("/", 1)[-1]
+    plain = _plain(words, _SERVICE_VALUES)
+    verb = (plain[1] if len(plain) > 1 else "") if base == "service" else (plain[0] if plain else "")
+    if verb not in SERVICE_LIFECYCLE | SERVICE_READ:
+        return f"`{verb[:30]}` is not one of `{base}`'s start, stop or reload commands"
+    return None
+
+
 _PERL_SUBST = re.compile(r"^\s*(s|y|tr)([^\w\s])")
 
 
@@ -765,6 +783,8 @@ def _vercel(words: list[str | None]) -> str | None:
     return None
 
 
+# Checks of one safe rule, in place of its command's (the rule certifies more than reading).
+RULE_CHECKS: dict[str, Callable[[list[str | None]], str | None]] = {"service-lifecycle": _service_lifecycle}
 CHECKS.update({
     "docker": _docker, "podman": _docker, "nerdctl": _docker, "docker-compose": _docker,
     "kubectl": _kube, "oc": _kube, "helm": _kube,
