@@ -227,7 +227,8 @@ def approvals(log: Path, since: float | None = None) -> dict[str, Any]:
     """The permission prompts `[guard] approve` answered (routing log, source "approve"; metadata
     only): how many it answered `allow`, how many it left to the user, and which rules answered."""
     cutoff = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since)) if since else ""
-    answered, passed, by_rule = 0, 0, defaultdict(int)
+    answered, passed = 0, 0
+    by_rule: defaultdict[str, int] = defaultdict(int)
     for _, entry in routing_log.entries(log, only='"source":"approve"'):
         if entry.get("source") != "approve" or not isinstance(entry.get("ts"), str) or entry["ts"] < cutoff:
             continue
