@@ -233,6 +233,9 @@ def test_status_reports_on_a_chain_without_asking_an_engine(write_config):
     assert out[0]["today"]["requests"] == 0  # a report, not a request
     code, out, _ = run_cli("status")
     assert code == 0 and out[0]["order"] == ["first", "second"]
+    assert out[0]["guard"] == {"enabled": False, "approve": "off"}  # the prompt-answering mode, off by default
+    write_config(CHAIN_CONFIG + '\n[guard]\napprove = "read-only"\n')
+    assert run_cli("status")[1][0]["guard"] == {"enabled": False, "approve": "read-only"}
     code, out, _ = run_cli("status", "--chain", "third,third")
     assert code == 2 and out[0]["error"]["message"] == "--chain: lists 'third' twice (expected each rung once)"
 

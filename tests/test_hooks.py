@@ -68,6 +68,7 @@ def test_defaults_are_all_off():
     values = settings.parse({})
     assert values["routing"]["enabled"] is False and values["routing"]["hint"] is False
     assert values["guard"]["enabled"] is False and values["guard"]["on_failure"] == "ask"
+    assert values["guard"]["approve"] == "off"
     assert values["routing"]["budget_s"] == 1.5 and values["skills"]["min_confidence"] == 0.8
 
 
@@ -83,6 +84,8 @@ def test_defaults_are_all_off():
     ({"guard": {"auto_deny_min_confidence": 5}}, "[guard] auto_deny_min_confidence: expected a number from 0 to 1"),
     ({"guard": {"auto_context": "sometimes"}}, "[guard] auto_context: expected true or false"),
     ({"routing": {"mode": "act"}}, "[routing] mode: expected \"log\", \"hint\" or \"set\", got 'act'"),
+    ({"guard": {"approve": "all"}}, "[guard] approve: expected \"off\" or \"read-only\", got 'all'"),
+    ({"guard": {"approve": True}}, "[guard] approve: expected \"off\" or \"read-only\", got True"),
 ])
 def test_invalid_hook_settings_name_table_and_key_in_hooks_and_config(write_config, tables, message):
     with pytest.raises(settings.Problem, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")

@@ -5,6 +5,7 @@ numbers, synthetic edge cases, prices, bad input, and the HTML page in headless 
 from __future__ import annotations
 
 import json
+import time
 import shutil
 import subprocess
 from pathlib import Path
@@ -241,3 +242,22 @@ def test_spawns_the_hook_set_are_measured_against_what_would_have_run(tmp_path):
     # a human outcome label in the log wins over the transcript's evidence
     log.write_text(log.read_text().replace('"toolu_bad","set_model"', '"toolu_bad","outcome":"succeeded","set_model"'))
     assert report_of(tmp_path, log)["set"]["failed"] == 0
+
+
+def test_the_report_counts_the_permission_prompts_approve_answered(tmp_path):
+    """`[guard] approve`'s log lines (metadata only): prompts answered `allow` and by which
+    rules, prompts left to the user; lines before --since are not counted."""
+    log = tmp_path / "routing.jsonl"
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    rows = [{"ts": now, "source": "approve", "decision": "allow", "rules": ["git", "ls"]},
+            {"ts": now, "source": "approve", "decision": "allow", "rules": ["ls"]},
+            {"ts": now, "source": "approve", "decision": None, "rules": [], "why_not": "a redirection to a file"},
+            {"ts": "2001-01-01T00:00:00Z", "source": "approve", "decision": "allow", "rules": ["cat"]},
+            {"ts": now, "source": "guard", "decision": "ask"}]
+    log.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))  # as routing_log writes
+    code, out, _ = run_cli("report", "--projects", str(tmp_path), "--log", str(log), "--since", "30d", "--json")
+    assert code == 0
+    assert out[0]["approvals"] == {"prompts": 3, "answered": 2, "left_to_user": 1, "share_answered": 0.6667,
+                                   "by_rule": {"ls": 2, "git": 1}}
+    code, _, err = run_cli("report", "--projects", str(tmp_path), "--log", str(log), "--since", "30d")
+    assert code == 0

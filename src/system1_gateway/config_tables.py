@@ -44,9 +44,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # there: the guard denies only at this bar and otherwise leaves the call to it.
         "auto_deny_min_confidence": 0.95,
         "auto_context": True,    # auto mode, below the deny bar: tell the model what the guard read
+        # Claude Code's permission prompt for Bash: "read-only" answers it "allow" when every part
+        # of the command only reads by the reviewed table (shell/readonly.json; hooks/approve.py)
+        "approve": "off",
     },
 }
 ON_FAILURE = ("ask", "open")
+APPROVE = ("off", "read-only")
 HOOK_BUDGET_MAX_S = 4.5  # the hooks' timeout in hooks/hooks.json is 5 s
 ROUTING_MODES = ("log", "hint", "set")  # routing.MODES (not imported: config.py reads this module too)
 TABLES = tuple(DEFAULTS)
@@ -108,6 +112,10 @@ def _check(table: str, key: str, value: Any) -> Any:
     if key == "mode":
         if value not in ROUTING_MODES:
             raise Problem(f"{where}: expected \"log\", \"hint\" or \"set\", got {value!r}")
+        return value
+    if key == "approve":
+        if value not in APPROVE:
+            raise Problem(f"{where}: expected \"off\" or \"read-only\", got {value!r}")
         return value
     if key == "on_failure":
         if value not in ON_FAILURE:

@@ -127,6 +127,7 @@ def status(config: Config, config_error: ConfigError | None, rungs: Rungs,
         "actual_start": None if config_error else starting_rung(config, rungs, state, order),
         "state": state.describe(),
         "routing": routing_mode(config),
+        "guard": {"enabled": config.hooks["guard"]["enabled"], "approve": config.hooks["guard"]["approve"]},
         **state.today(),
     }
 

@@ -30,13 +30,17 @@ holds one line, `<server pid> <port> <request key> <answer key>`, both keys fres
 One call, one connection:
 
   guard.sh -> server   "<request key> <n>\\n" then the n bytes of hook input
+  approve.sh -> server "<request key> <n> approve\\n" then the n bytes (PermissionRequest, hooks/approve.py)
   server -> guard.sh   "<answer key> <code> <text>\\n", code one of:
                          none     say nothing
                          ask      permissionDecision "ask", reason <text>
                          deny     permissionDecision "deny" (auto mode), reason <text>
                          context  additionalContext <text> (auto mode below the deny bar)
+                         allow    (approve calls only, text empty) PermissionRequest decision "allow"
                        <text> is a JSON string's inside in printable ASCII with no `"` and no
                        `\\` but in `\\uXXXX` escapes: it cannot end the string it is put in.
+An approve call is answered `allow` or `none` and nothing else (its deadline and its failures
+are `none`: no approval); a guard call is never answered `allow` (guard.sh would not print it).
 
 A connection that has not sent a well-formed request with the request key within REQUEST_S
 is closed; past MAX_WAITING such connections the one waiting longest is closed, so a flood
@@ -60,7 +64,7 @@ TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (th
 if TYPE_CHECKING:
     from typing import Any
 
-from . import common, guard
+from . import approve, common, guard
 
 WORKERS = 16  # calls judged at once (parallel Bash calls); more wait for a worker, within the deadline
 BACKLOG = 4096  # the kernel caps it (somaxconn); a full backlog would stall guard.sh's connect
@@ -70,6 +74,7 @@ MAX_HEADER = 128  # bytes of "<request key> <n>\n"
 WRITE_S = 1.0  # how long an answer may wait for room in the connection
 MAX_TEXT = 1000  # characters of an answer's text before escaping (a reason is a few hundred)
 CODES = {"ask": "ask", "deny": "deny"}  # permissionDecision -> code
+APPROVE = "approve"  # the kind word of an approve call's header (hooks/approve.sh)
 
 
 def alive(pid: int) -> bool:
@@ -98,9 +103,12 @@ def escaped(text: str) -> str:
     return "".join(out)
 
 
-def coded(out: dict[str, Any] | None) -> str:
+def coded(out: dict[str, Any] | None, kind: str = "guard") -> str:
     """The hook output as "<code> <text>" (see the module's docstring). An output of another
-    shape is a bug here: it is answered as a failure (the guard asks), never passed on."""
+    shape is a bug here: it is answered as a failure (the guard asks; an approval: none), never
+    passed on. Only an approve call's exact allow becomes `allow`."""
+    if kind == APPROVE:
+        return "allow " if approve.is_allow(out) else "none "
     if not out:
         return "none "
     spec = out.get("hookSpecificOutput") if isinstance(out, dict) else None
@@ -118,8 +126,8 @@ def coded(out: dict[str, Any] | None) -> str:
 class Call:
     """One guard call: answered once, by its body or, at its deadline, by the failure policy."""
 
-    def __init__(self, channel: Channel, conn: socket.socket, given: bytes, due: float):
-        self.channel, self.conn, self.given, self.due = channel, conn, given, due
+    def __init__(self, channel: Channel, conn: socket.socket, given: bytes, due: float, kind: str = "guard"):
+        self.channel, self.conn, self.given, self.due, self.kind = channel, conn, given, due, kind
         self.payload: dict[str, Any] = {}
         self.lock, self.sent = threading.Lock(), False
 
@@ -128,7 +136,7 @@ class Call:
             if self.sent:
                 return
             self.sent = True
-        line = f"{self.channel.answer_key} {coded(out)}\n".encode("ascii")
+        line = f"{self.channel.answer_key} {coded(out, self.kind)}\n".encode("ascii")
         try:
             self.conn.settimeout(WRITE_S)
             self.conn.sendall(line)
@@ -138,6 +146,9 @@ class Call:
             self.conn.close()
 
     def late(self) -> None:
+        if self.kind == APPROVE:
+            self.deliver(None)  # no approval
+            return
         try:
             out = guard.failed(common.Run("guard", payload=self.payload), "no answer within the hook server's deadline")
         except Exception:  # noqa: BLE001 - the deadline's answer must not be lost to a settings bug
@@ -149,7 +160,7 @@ class Waiting:
     """A connection that has not yet sent its whole request."""
 
     def __init__(self, conn: socket.socket, now: float):
-        self.conn, self.since, self.data, self.size = conn, now, b"", -1
+        self.conn, self.since, self.data, self.size, self.kind = conn, now, b"", -1, "guard"
 
 
 class Channel:
@@ -254,17 +265,19 @@ class Channel:
                     self.drop(conn)
                 return
             words = head.split()
-            if (len(head) > MAX_HEADER or len(words) != 2 or not words[1].isdigit()
+            if (len(head) > MAX_HEADER or len(words) not in (2, 3) or not words[1].isdigit()
+                    or len(words) == 3 and words[2] != APPROVE.encode()
                     or not hmac.compare_digest(words[0], self.request_key.encode())
                     or int(words[1]) > common.MAX_PAYLOAD_BYTES):
                 self.drop(conn)  # not our caller (or not a request): nothing is answered
                 return
             waiting.size, waiting.data = int(words[1]), rest
+            waiting.kind = APPROVE if len(words) == 3 else "guard"
         if len(waiting.data) >= waiting.size:
             self.selector.unregister(conn)
             del self.waiting[conn]
             conn.setblocking(True)
-            call = Call(self, conn, waiting.data[:waiting.size], waiting.since + self.deadline_s)
+            call = Call(self, conn, waiting.data[:waiting.size], waiting.since + self.deadline_s, waiting.kind)
             self.dispatch(call)
 
     def drop(self, conn: socket.socket) -> None:
@@ -303,6 +316,12 @@ class Channel:
         """Answer one call (the listener answers it at its deadline if this is still running)."""
         if call.sent:
             return  # answered at its deadline while it waited for a worker
+        if call.kind == APPROVE:
+            run = common.Run("approve", self.argv, payload={})
+            run.read(io.BytesIO(call.given))
+            call.payload = run.payload
+            call.deliver(common.answer(run, approve.body) if run.payload else None)
+            return
         run = common.Run("guard", self.argv, payload={})
         run.read(io.BytesIO(call.given))
         call.payload = run.payload

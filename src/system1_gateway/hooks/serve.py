@@ -334,10 +334,10 @@ def withdraw(path: str | None) -> None:
 
 
 def warm_rules() -> threading.Thread | None:
-    """With the guard on, load the shell grammar and the policy rules in the background, so
+    """With the guard or its approvals on, load the shell grammar and the policy rules in the background, so
     the first Bash call does not wait for them (the guard loads them on its first call else)."""
     settings, _ = config_tables.load()
-    if not settings["guard"]["enabled"]:
+    if not settings["guard"]["enabled"] and settings["guard"]["approve"] == "off":
         return None
 
     def warm() -> None:  # the import too (≈ 25 ms): the handshake does not wait for it

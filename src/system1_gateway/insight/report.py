@@ -223,6 +223,28 @@ def join_log(facts: Facts, log: Path) -> int:
     return joined
 
 
+def approvals(log: Path, since: float | None = None) -> dict[str, Any]:
+    """The permission prompts `[guard] approve` answered (routing log, source "approve"; metadata
+    only): how many it answered `allow`, how many it left to the user, and which rules answered."""
+    cutoff = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since)) if since else ""
+    answered, passed = 0, 0
+    by_rule: defaultdict[str, int] = defaultdict(int)
+    for _, entry in routing_log.entries(log, only='"source":"approve"'):
+        if entry.get("source") != "approve" or not isinstance(entry.get("ts"), str) or entry["ts"] < cutoff:
+            continue
+        if entry.get("decision") == "allow":
+            answered += 1
+            for rule in entry.get("rules") or ():
+                if isinstance(rule, str):
+                    by_rule[rule] += 1
+        else:
+            passed += 1
+    total = answered + passed
+    return {"prompts": total, "answered": answered, "left_to_user": passed,
+            "share_answered": _r(answered / total) if total else None,
+            "by_rule": dict(sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0])))}
+
+
 def _prompt_before(prompts: list[Prompt], ts: str) -> Prompt | None:
     """The last prompt of the session at or before `ts` (ISO timestamps sort as text)."""
     chosen = None

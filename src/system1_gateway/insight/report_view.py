@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .prices import TIERS, PriceError, load
-from .report import join_log, scan, summarize
+from .report import approvals, join_log, scan, summarize
 
 EXIT_OK, EXIT_INVALID = 0, 2
 SUBSCRIPTION = ("Figures are API list prices. A Claude subscription (Pro, Max, Team) bills differently: read them "
@@ -42,6 +42,11 @@ def render(report: dict[str, Any], console: Any) -> None:
     if report.get("routing_mode"):
         head.add_row("routing mode (now)", escape(report["routing_mode"]))
     head.add_row("sessions / prompts", f"{report['sessions']} / {report['prompts']}")
+    approved = report.get("approvals")
+    if approved and approved["prompts"]:
+        rules = ", ".join(f"{escape(r)} {n}" for r, n in list(approved["by_rule"].items())[:6])
+        head.add_row("permission prompts answered (approve)",
+                     f"{approved['answered']} of {approved['prompts']} ({_pct(approved['share_answered'])})" + (f": {rules}" if rules else ""))
     head.add_row("reach (prompts with a hint)", f"{report['hinted']} ({_pct(report['reach'])})")
     head.add_row("spawns / under a hint", f"{report['spawns']} / {report['spawns_under_hint']}")
     head.add_row("adherence (ran the hinted tier)", _pct(report["adherence"]))
@@ -219,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
         facts = scan(root, since, project, lambda n: bar.advance(task, n))
     join_log(facts, log)
     report = summarize(facts, prices)
+    report["approvals"] = approvals(log, since)
     from .. import config_tables
     from ..routing import gate
 
