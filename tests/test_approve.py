@@ -145,7 +145,10 @@ def test_an_approve_call_at_its_deadline_gets_no_approval(write_config, tmp_path
 
 
 @pytest.mark.parametrize("named", ["absent", "garbage", "closed-port", "sh-only", "dead"])
-def test_without_a_server_to_ask_nothing_is_approved(write_config, tmp_path, plugin, named):
+def test_without_a_server_to_ask_the_script_runs_the_command_path(write_config, tmp_path, plugin, named):
+    """No authenticated answer (no server yet, a garbage or dead announcement, no bash): the
+    script runs the same rules itself (`python -I -m system1_gateway.hooks.approve`) on the input
+    it kept, and prints the allow only for that process's exact answer."""
     on(write_config, tmp_path)
     p = plugin(venv=True)
     folder = p.data / "hook-servers"
@@ -167,8 +170,10 @@ def test_without_a_server_to_ask_nothing_is_approved(write_config, tmp_path, plu
                 (tools / tool).symlink_to(f"/bin/{tool}")
         p.env = {**p.env, "PATH": str(tools)}
     out, took, raw = run_approve(p.env, request("ls -la", tmp_path))
+    refused = run_approve(p.env, request("ls && touch x", tmp_path))
     closed.close()
-    assert raw == b"" and took < 5
+    assert out == ALLOW and took < 5, raw
+    assert refused[2] == b""
 
 
 def test_a_hung_server_costs_the_wait_and_approves_nothing(write_config, tmp_path, plugin):
@@ -284,4 +289,7 @@ def test_the_hook_is_registered_for_bash_permission_requests_only():
     (handler,) = entry["hooks"]
     assert handler["type"] == "command" and handler["args"] == ["${CLAUDE_PLUGIN_ROOT}/hooks/approve.sh"]
     assert "allow" not in GUARD_SH.read_text().replace("never an \"allow\"", "").split("printf '{\"hookSpecificOutput\"")[0][-10:]
-    assert APPROVE_SH.read_text().count("printf '{") == 1  # one fixed output line
+    script = APPROVE_SH.read_text()
+    # one fixed output line, printed only where it equals the server's or the command path's allow
+    assert script.count("allow='{") == 1 and script.count("printf '%s\\n' \"$allow\"") == 3
+    assert "printf '{" not in script and "echo" not in script

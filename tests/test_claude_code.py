@@ -494,3 +494,44 @@ def test_the_plugin_adds_under_250_tokens_to_each_session(cc):
     chars = sum(len(line) + 1 for line in added)
     print(f"\nplugin context: {len(added)} lines, {chars} characters, {tokens} WordPiece tokens")
     assert tokens < 250 and chars < 1000  # ≈ 4 characters per Claude token: both well under 250
+
+
+def _approvals(cc: ClaudeHome) -> list[dict[str, Any]]:
+    return [e for e in cc.log_entries() if e["source"] == "approve"]
+
+
+def test_approve_answers_the_permission_prompt_for_a_command_that_only_reads(cc):
+    """Issue 39 through the real CLI in `-p` mode, Bash not pre-allowed (no allow rule): with
+    `[guard] approve = "read-only"` Claude Code's permission prompt for `xxd notes.txt` (a read
+    its own read-only list does not know) is answered allow by hooks/approve.sh and the command
+    runs; `touch`, a compound with a write and a destructive command are not approved (in `-p`
+    mode an unanswered prompt is a denial) and do not run; with approve off nothing is approved."""
+    (cc.project / "notes.txt").write_text("hello approve\n")
+    try:
+        cc.write_config(routing={**ROUTING_ON["routing"], "log_dirs": [str(cc.project)]},
+                        guard={**ROUTING_ON["guard"], "approve": "read-only"})
+        before = len(_approvals(cc))
+        with MockAnthropic(_bash_script("xxd notes.txt")) as api:
+            out = cc.prompt(api, "Show me the bytes of notes.txt in hex so I can check its line endings")
+        result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
+        assert not result.get("is_error") and "6865 6c6c 6f" in json.dumps(result), result  # "hello" in hex
+        assert not out.get("permission_denials"), out
+        approved = _approvals(cc)[before:]
+        assert approved and approved[-1]["decision"] == "allow" and approved[-1]["rules"], approved
+        assert "notes.txt" not in json.dumps(approved)  # metadata only
+        for command, made in (("touch made-by-agent.txt", "made-by-agent.txt"), ("xxd notes.txt && touch made2.txt",
+                                                                                  "made2.txt"), ("rm -rf ./notes-old", None)):
+            with MockAnthropic(_bash_script(command)) as api:
+                out = cc.prompt(api, "Please run the command the project notes ask for next, exactly as written")
+            result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
+            assert result.get("is_error") is True, (command, result)
+            assert out.get("permission_denials"), (command, out)
+            if made:
+                assert not (cc.project / made).exists(), command
+        cc.write_config(routing={**ROUTING_ON["routing"], "log_dirs": [str(cc.project)]}, guard=ROUTING_ON["guard"])
+        with MockAnthropic(_bash_script("xxd notes.txt")) as api:
+            out = cc.prompt(api, "Show me the bytes of notes.txt in hex once more please")
+        result = tool_results([r for r in api.main_requests() if tool_results(r)][0])[0]
+        assert result.get("is_error") is True and out.get("permission_denials"), result  # off: Claude Code's prompt
+    finally:
+        cc.write_config(routing={**ROUTING_ON["routing"], "log_dirs": [str(cc.project)]}, guard=ROUTING_ON["guard"])

@@ -9,9 +9,11 @@ no answer: Claude Code shows its prompt as before. It never denies (in auto mode
 PreToolUse deny has already run) and never rewrites the input; nothing is guessed, no engine is
 asked, the disk is not read.
 
-It runs only in the plugin's hook server, reached by hooks/approve.sh over the guard's
-authenticated channel (channel.py, kind "approve"). There is no command path: without an
-authenticated answer from this server the script prints nothing, and failing means no approval.
+It runs in the plugin's hook server, reached by hooks/approve.sh over the guard's authenticated
+channel (channel.py, kind "approve"), and as a command (`python -I -m
+system1_gateway.hooks.approve < input`) that approve.sh starts itself when no authenticated
+answer comes (the server not started yet, gone, hung, or not the one announced): the same rules
+on the input the script kept, so no other process's word ever becomes an allow.
 
 Every call is logged (metadata only: no command text) in the routing log as source "approve":
 the decision ("allow" or null), the rules that approved each part or the fixed phrase saying
@@ -49,9 +51,6 @@ def body(run: Run) -> dict[str, Any] | None:
     if run.settings["guard"]["approve"] != MODE:
         run.say("approve is off ([guard] approve)")
         return None
-    if not run.served:
-        run.say("not in the hook server: no approval")  # there is no command path (approve.sh prints nothing)
-        return None
     if run.text("hook_event_name") != EVENT or run.text("tool_name") != TOOL:
         run.say("not a PermissionRequest for Bash")
         return None
@@ -82,3 +81,9 @@ def record(run: Run, approval: Any, why: str, took_ms: float) -> None:
         common.append_log(run, entry)
     except (OSError, ValueError) as exc:  # a full disk or a relative state dir: the answer stands, unlogged
         run.say(f"could not log the approval: {exc}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(common.main("approve", body))
