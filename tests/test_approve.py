@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from system1_gateway.hooks import approve, channel, guard
-from test_guard_channel import FORGER, Impostor, Plugin
+from test_guard_channel import FORGER, Impostor, Plugin, confined_forger
 from test_hooks import config, log
 
 APPROVE_SH = Path(__file__).resolve().parents[1] / "hooks" / "approve.sh"
@@ -259,19 +259,8 @@ def test_a_confined_forger_cannot_turn_anything_into_an_allow(write_config, tmp_
     forger_source = FORGER.replace("ask allow", "allow ").replace('f"{ask} 2\\n{{}}"', 'f"{ask} 2 approve\\n{{}}"')
     assert forger_source.count("allow \\n") == 1 and "2 approve" in forger_source  # it forges the approve path's answer
     script.write_text(forger_source)
-    inner = (f"mount --bind {p.data} {p.data} && mount -o remount,bind,ro {p.data} && "
-             f"exec {sys.executable} -I {script} {p.data / 'hook-servers'} 4")
-    flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
-    flags += ["--net"] if net else []
-    forger = subprocess.Popen(["unshare", *flags, "sh", "-c", inner], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    forger, _ = confined_forger(script, p.data, net)
     try:
-        seen = b""
-        while b"read the keys" not in seen:
-            line = forger.stdout.readline()
-            assert line, seen
-            seen += line
-        assert b"Read-only file system" in seen and b"inside: pid 1" in seen, seen
-        time.sleep(0.5)
         for command in NOT_APPROVED:
             out, took, raw = run_approve(p.env, request(command, tmp_path))
             assert raw == b"" and took < 5, (command, raw)

@@ -351,6 +351,28 @@ print("connections made", sent, "refused:", refused, "answers forged:", len(forg
 '''
 
 
+def confined_forger(script: Path, data: Path, net: bool) -> tuple[subprocess.Popen, bytes]:
+    """The forger `script` run confined as Claude Code's Linux sandbox confines a command (own
+    user, mount and pid namespaces, a fresh /proc, `data` bind-mounted read-only; with `net`
+    its own network namespace too), once it has read the keys and its flood is on; and what it
+    said until then."""
+    inner = (f"mount --bind {data} {data} && mount -o remount,bind,ro {data} && "
+             f"exec {sys.executable} -I {script} {data / 'hook-servers'} 4")
+    flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
+    flags += ["--net"] if net else []
+    forger = subprocess.Popen(["unshare", *flags, "sh", "-c", inner], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen = b""
+    while b"read the keys" not in seen:
+        line = forger.stdout.readline() if forger.stdout else b""
+        if not line:
+            forger.kill()
+            raise AssertionError(seen)
+        seen += line
+    assert b"Read-only file system" in seen and b"inside: pid 1" in seen, seen
+    time.sleep(0.5)  # the flood is on
+    return forger, seen
+
+
 @pytest.mark.parametrize("net", [False, True], ids=["shared-net", "own-net"])
 def test_a_confined_forger_can_neither_allow_nor_silence(write_config, tmp_path, plugin, net):
     """H-1: a process confined as Claude Code's Linux sandbox confines a command (own user,
@@ -363,20 +385,8 @@ def test_a_confined_forger_can_neither_allow_nor_silence(write_config, tmp_path,
     p.start()
     script = tmp_path / "forger.py"
     script.write_text(FORGER)
-    folder = p.data / "hook-servers"
-    inner = (f"mount --bind {p.data} {p.data} && mount -o remount,bind,ro {p.data} && "
-             f"exec {sys.executable} -I {script} {folder} 4")
-    flags = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child"]
-    flags += ["--net"] if net else []
-    forger = subprocess.Popen(["unshare", *flags, "sh", "-c", inner], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    forger, seen = confined_forger(script, p.data, net)
     try:
-        seen = b""
-        while b"read the keys" not in seen:
-            line = forger.stdout.readline()
-            assert line, seen
-            seen += line
-        assert b"Read-only file system" in seen and b"inside: pid 1" in seen, seen
-        time.sleep(0.5)  # the flood is on
         for command in DESTRUCTIVE:
             out, took, proc = p.guard(command, tmp_path)
             assert b"allow" not in proc.stdout and ASKED_DESTRUCTIVE in reason(out), (command, proc.stdout)

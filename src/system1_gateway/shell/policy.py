@@ -120,23 +120,10 @@ class Policy:
         plain = [w for w in args if w is not None and not w.startswith("-")]
         if rule.sub or rule.verb_re is not None:
             # subcommands come after the tool's global options (`git -C repo push`, `kubectl -n x delete`)
-            values = self.globals.get(base, frozenset())
-            i = 0
-            while i < len(args):
-                w = args[i]
-                if w is None or not w.startswith("-") or w == "--":
-                    break
-                i += 2 if w in values else 1
-            rest = args[i:]
+            rest = args[_options_end(args, 0, self.globals.get(base, frozenset())):]
             sub_values = self.globals.get(f"{base} {rest[0]}") if rest and rest[0] is not None else None
             if sub_values is not None:  # `docker compose -f prod.yml down`: compose's own options
-                j = 1
-                while j < len(rest):
-                    w = rest[j]
-                    if w is None or not w.startswith("-") or w == "--":
-                        break
-                    j += 2 if w in sub_values else 1
-                rest = rest[:1] + rest[j:]
+                rest = rest[:1] + rest[_options_end(rest, 1, sub_values):]
             plain = [w for w in rest if w is not None and not w.startswith("-")]
             if rule.sub and not self._sub(rule, rest, plain):
                 return False
@@ -184,6 +171,18 @@ class Policy:
                     w == t or (t.startswith("--") and _abbreviates(w, t)) for w, t in zip(pool, tokens)):
                 return True
         return False
+
+
+def _options_end(args: list[str | None], start: int, values: frozenset[str]) -> int:
+    """Where the options from `start` end: the first word that is not one (`values` take the
+    next word as their value)."""
+    i = start
+    while i < len(args):
+        w = args[i]
+        if w is None or not w.startswith("-") or w == "--":
+            break
+        i += 2 if w in values else 1
+    return i
 
 
 # `--dry-run=none` (kubectl) or `=false` asks for no dry run: it is not the flag `--dry-run`
