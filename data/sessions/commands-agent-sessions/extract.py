@@ -142,7 +142,6 @@ def clean(cmd: str) -> str | None:
     cmd = cmd.strip()
     if not cmd or len(cmd) > 4000:
         return None
-    m = CODEX_WRAP.match(cmd)  # Codex runs `bash -lc '<cmd>'`: keep the wrapper, it is what ran
     if POWERSHELL.search(cmd):
         return None  # not a POSIX shell command (the guard judges Bash)
     return cmd

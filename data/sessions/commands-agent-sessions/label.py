@@ -40,7 +40,7 @@ RUN = {"npm", "npx", "pnpm", "yarn", "bun", "bunx", "node", "deno", "python", "p
        "claude", "aider", "codex", "bd", "automaker", "ffmpeg", "magick", "convert", "cmake-build", "ctest", "valgrind",
        "gdb", "lldb", "strace", "perf", "hyperfine", "brew", "apt", "apt-get", "sudo", "adb", "emulator", "expo",
        "eas", "supabase", "vercel", "firebase", "netlify", "minsky", "sqlx", "wasm-pack", "trunk", "pkg-config",
-       "ldd", "nm", "objdump", "otool", "cocli", "meson", "qemu-system-arm", "qemu-system-x86_64"}
+       "ldd", "nm", "objdump", "otool", "cocli", "meson", "qemu-system-arm", "qemu-system-x86_64", "swiftc", "swift", "xcrun", "rustup", "trunk", "playwright-cli", "wasm-bindgen", "clang-format", "shellcheck", "openssl", "sha1sum"}
 NETWORK = {"curl", "wget", "ssh", "scp", "rsync", "gh", "gcloud", "aws", "az", "kubectl", "helm", "nc", "telnet",
            "ping", "dig", "nslookup", "ftp", "sftp", "http", "httpie", "git-lfs", "ngrok", "glab"}
 WRITE = {"mkdir", "touch", "cp", "chmod", "chown", "tee", "ln", "install", "patch", "unzip", "tar", "gzip",
@@ -55,10 +55,30 @@ GIT_NET = {"push", "pull", "fetch", "clone", "ls-remote", "submodule"}
 GIT_WRITE = {"add", "commit", "init", "apply", "merge", "cherry-pick", "tag", "notes", "mv", "worktree", "am",
              "revert", "switch", "config", "remote", "update-index", "bisect", "sparse-checkout", "lfs", "hash-object"}
 SEP = {"&&", "||", ";", "|", "&", "\n", "|&", ";;", "(", ")"}
-SCRATCH = re.compile(r"^(/dev/null|/dev/std(out|err)|&\d|/tmp/|\$TMPDIR|/var/folders/)")
+SCRATCH = re.compile(r"^(/dev/null|/dev/std(out|err)|/dev/tty|&\d)$")
+
+
+HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+FD_REDIR = re.compile(r"(?<![<>])(\d?>&\d|&>\s*/dev/null|\d?>>?\s*/dev/null)")
+
+
+def strip_heredocs(line: str) -> str:
+    """Drop heredoc bodies (they are data, not commands); the `<<` operator becomes `< HEREDOC`."""
+    out, lines, i = [], line.split("\n"), 0
+    while i < len(lines):
+        cur = lines[i]
+        m = HEREDOC.search(cur)
+        out.append(HEREDOC.sub("< HEREDOC", cur) if m else cur)
+        i += 1
+        if m:
+            while i < len(lines) and lines[i].strip() != m.group(2):
+                i += 1
+            i += 1
+    return "\n".join(out)
 
 
 def _tokens(line: str) -> list[str]:
+    line = FD_REDIR.sub(" ", strip_heredocs(line)).replace("\\(", " ").replace("\\)", " ")
     lex = shlex.shlex(line.replace("\\\n", " "), posix=True, punctuation_chars=";&|()<>")
     lex.whitespace = " \t\r"
     lex.commenters = "#"
@@ -178,6 +198,20 @@ def _part(words: list[str]) -> str:
             return _max(_part(inner), "run" if name == "sudo" else None)
         if name == "command":
             return "read"
+    if name in ("bash", "sh", "zsh", "wsl") and any(a in ("-c", "-lc", "-ic") for a in args):
+        i = max(args.index(a) for a in ("-c", "-lc", "-ic") if a in args)
+        return _max(kind(args[i + 1]) if i + 1 < len(args) else "run", "run")
+    if name == "wsl":
+        rest = args[:]
+        while rest and (rest[0].startswith("-") or rest[0].startswith("Ubuntu")):
+            rest = rest[1:]
+        return _part(rest) if rest else "read"
+    if name == "git" and args[:1] == ["review"]:
+        return "network"
+    if name in ("diskutil", "mount", "rustup") and (not args or args[0] in ("list", "info", "target", "show")) and "add" not in args and "install" not in args:
+        return "read"
+    if name == "ssh-keygen":
+        return "write"
     if name == "git":
         k = _git(words)
     elif any(a in ("--version", "-V", "--help", "-h", "version") for a in args[:1]) and len(args) == 1:
