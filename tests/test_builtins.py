@@ -146,8 +146,8 @@ def test_each_version_of_destructive_is_read_under_its_own_rules(mock_gateway):
     assert result["answers"]["old"]["model"] == "rule:docker-remove@1"
     assert result["answers"]["new"]["model"] == "rule:docker-compose-volumes"
     assert result["answers"]["old"]["p_true"] == result["answers"]["new"]["p_true"] == 1.0
-    # a change that loses nothing: version 1's rule decides it, version 2 has no rule for it
+    # a change that loses nothing: destructive by version 1's rule, harmless by version 2's
     alone = gw.judge({"state": "docker stop web", "questions": {"d": {"builtin": "system1/destructive@1"}}})
     assert alone["answers"]["d"]["model"] == "rule:docker-remove@1" and alone["answers"]["d"]["p_true"] == 1.0
     now = gw.judge({"state": "docker stop web", "questions": {"d": {"builtin": "destructive"}}})
-    assert not now["answers"]["d"]["model"].startswith("rule:")  # the engine judges it
+    assert now["answers"]["d"]["model"] == "rule:docker-lifecycle" and now["answers"]["d"]["p_true"] == 0.0

@@ -461,23 +461,29 @@ def _texts(body: dict[str, Any]) -> set[str]:
 USER_SERVER = "## system1"  # the instructions of the `system1` MCP server the user registered (not the plugin's)
 
 
+def _user_tools(body: dict[str, Any]) -> set[str]:
+    """The tools of the `system1` MCP server the user registered, as the model is given them."""
+    return {t.get("name", "") for t in body.get("tools", []) if t.get("name", "").startswith("mcp__system1__")}
+
+
 def plugin_context(cc: ClaudeHome) -> list[str]:
     """The lines the enabled plugin adds to a session's first request (hint off: a short prompt).
     Under load Claude Code may send that request before the user's registered `system1` MCP
     server has connected, so its instructions and tools are in one session's request only (seen
     under a CPU hog): such a pair is not a measurement of the plugin and is run again."""
-    for _ in range(3):
+    for _ in range(5):
         with MockAnthropic() as api:
             cc.prompt(api, "hello")
-        enabled = _texts(api.main_requests()[0])
+        enabled, enabled_tools = _texts(api.main_requests()[0]), _user_tools(api.main_requests()[0])
         assert cc.run("plugin", "disable", "system1@system1-gateway").returncode == 0
         try:
             with MockAnthropic() as api:
                 cc.prompt(api, "hello")
-            disabled = _texts(api.main_requests()[0])
+            disabled, disabled_tools = _texts(api.main_requests()[0]), _user_tools(api.main_requests()[0])
         finally:
             assert cc.run("plugin", "enable", "system1@system1-gateway").returncode == 0
-        if (USER_SERVER in enabled) == (USER_SERVER in disabled):
+        # the user's server connected alike in both sessions: its instructions and its tools
+        if (USER_SERVER in enabled) == (USER_SERVER in disabled) and enabled_tools == disabled_tools:
             break
     return sorted(enabled - disabled)
 

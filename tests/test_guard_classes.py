@@ -54,6 +54,8 @@ REMOTE = [
     "heroku run -a shop-prod rails db:drop",
     "gcloud compute ssh vm-1 --zone europe-west1-b --command 'sudo rm -rf /srv/data'",
     "vagrant ssh -c 'rm -rf /vagrant/build'",
+    "wsl -d Ubuntu-24.04 -- bash -lc 'cd /mnt/c/work && rm -rf src'", "wsl git reset --hard origin/main",
+    "wsl.exe --cd ~ -e sh -c 'rm -rf ~/proj'",
     "echo 'rm -rf ~/scratch' | at now + 5 minutes",
     "at 02:00 <<EOF\ngit -C ~/repo clean -xfd\nEOF",
     "batch <<EOF\nrm -f ~/logs/*.log\nEOF",

@@ -66,6 +66,9 @@ WRAPPERS: dict[str, Wrapper] = {
     "parallel": _w("-j -S --jobs --sshlogin --joblog --results --delay --timeout --retries --colsep -a --arg-file",
                    separator=":::"),
     "watch": _w("-n -d --interval --differences -c -s", joins_rest=True),
+    # Windows' WSL: the rest runs in the distribution's shell (`wsl -d Ubuntu -- bash -lc '…'`)
+    "wsl": _w("-d --distribution -u --user --cd --distribution-id", joins_rest=True),
+    "wsl.exe": _w("-d --distribution -u --user --cd --distribution-id", joins_rest=True),
     "strace": _w("-o -e -p -s -u -a -P"),
     "ltrace": _w("-o -e -p -s -u -a"),
     "proxychains": _w("-f"), "proxychains4": _w("-f"),
