@@ -772,12 +772,14 @@ def test_a_flood_of_half_open_connections_does_not_lock_the_owner_out(daemons):
             for key in list(held.get_map().values()):
                 key.fileobj.close()
 
+    owner = client.find()
+    # warm first: the first answer loads the engine, which is not what the flood test measures
+    assert owner.post("/v1/decide", {"question": "Is it?"}, timeout_s=120)["status"] == "decided"
     flooding = threading.Thread(target=flood, daemon=True)
     flooding.start()
     try:
         assert _wait(lambda: opened[0] >= 600, 20)  # the cap is full, and churning
         began, answered = time.monotonic(), []
-        owner = client.find()
         for _ in range(5):
             answered.append(owner.post("/v1/decide", {"question": "Is it?"}, timeout_s=20)["status"])
         took = time.monotonic() - began
