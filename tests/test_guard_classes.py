@@ -216,3 +216,49 @@ def test_a_well_known_variable_names_the_program():
     assert judged('"$VIRTUAL_ENV/bin/pytest" -q') == [("safe", "read-only-tool")]
     assert never_certain_safe("$HOME/bin/ls")  # a program of the user's: no rule knows it
     assert judged('"$MYTOOL/bin/ls"')[0][0] == "unsure"
+
+
+# -- loss, not change (issue 38 part 2): version 2's rules ---------------------------------------
+# Each loses something the tools at hand cannot recover: a rule asks, whatever the engine says.
+LOSS = [
+    "docker compose down -v", "docker compose -f docker-compose.prod.yml down --volumes", "docker-compose down -v",
+    "docker compose up -d -V db", "snowsql -c prod -q \"DROP TABLE raw.events\"",
+    "bq query --nouse_legacy_sql 'DELETE FROM ds.users WHERE true'", "bq rm -f -t ds.sessions",
+    "clickhouse-client --query \"TRUNCATE TABLE logs\"", "cqlsh -e \"DROP KEYSPACE shop\"",
+    "trino --execute \"DELETE FROM hive.web.clicks\"", "wrangler d1 execute shop --remote --command \"DROP TABLE carts\"",
+    "mysql -h db.prod.internal shop < dump.sql", "psql \"$DATABASE_URL\" < backups/2024-06-01.sql",
+    "mysql shop < dumps/shop-full.sql", "pg_restore --clean -d app latest.dump", "mongorestore --drop dump/",
+    "heroku run rails db:schema:load --app shop-prod", "npx typeorm schema:drop", "python manage.py migrate shop zero",
+    "npx sequelize-cli db:migrate:undo:all", "cargo yank --version 1.0.3", "gem yank rack-ext -v 0.3.1",
+    "npm unpublish @acme/utils@2.0.1", "terraform apply -auto-approve", "pulumi up --yes", "terraform apply -destroy",
+    "kubectl apply --prune -l app=web -f k8s/", "aws s3 sync ./site s3://b --delete", "rclone sync ./a remote:b",
+    "argocd app sync shop --prune", "az deployment group create -g rg -f main.bicep --mode Complete",
+    "git reset --hard", "git branch -D old", "echo \"\" > .env", "echo > config/app.yml", "kill -9 -1",
+]
+# Each changes something the tools at hand undo or rebuild: no rule asks (a rule certifies it, or
+# the engine judges it).
+CHANGE = [
+    "bin/rails db:migrate", "alembic upgrade head", "npx prisma migrate deploy", "fly deploy", "vercel --prod",
+    "gcloud run deploy api --source .", "kubectl apply -f k8s/dev/", "helm upgrade --install web ./chart",
+    "git pull --rebase", "git rebase main", "git stash pop", "git branch -d done", "git commit --amend --no-edit",
+    "git reset --soft HEAD~1", "npm ci", "uv sync", "go mod tidy", "npm uninstall lodash", "prettier --write src",
+    "ruff check --fix .", "docker compose down", "docker-compose down", "docker stop web", "kill 4242",
+    "systemctl restart nginx", "rm -rf node_modules", "rm -rf .pytest_cache __pycache__", "psql -f migrations/0043_add_index.sql app",
+    "cargo yank --version 1.0.3 --undo", "aws s3 sync ./dist s3://b",
+]
+
+
+@pytest.mark.parametrize("command", LOSS)
+def test_what_loses_something_is_asked_by_a_rule(command):
+    assert asks(command), judged(command)
+
+
+@pytest.mark.parametrize("command", CHANGE)
+def test_what_only_changes_is_not_asked_by_a_rule(command):
+    assert not asks(command), judged(command)
+
+
+def test_version_one_still_flags_change_by_its_rules():
+    flagged = [c for c in CHANGE if any(j.verdict is not None and j.verdict.destructive
+                                        for j in structure.plan(c, 1).parts)]
+    assert len(flagged) >= len(CHANGE) // 2, flagged  # docker stop, git rebase, kill, formatters, …

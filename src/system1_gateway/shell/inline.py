@@ -45,6 +45,8 @@ class Found:
 def language(name: str, words: list[str | None]) -> str | None:
     if name in ("rails", "bin/rails") and len(words) > 2 and words[1] in ("runner", "r"):
         return "ruby"  # `rails runner CODE`
+    if name == "wrangler" and words[1:3] == ["d1", "execute"]:
+        return "sql"  # `wrangler d1 execute DB --command SQL` (Cloudflare D1)
     lang = INTERPRETERS.get(name) or ("python" if _PYTHON_VERSION.match(name) else None)
     if lang == "node" and name == "deno" and (len(words) < 2 or words[1] != "eval"):
         return None
@@ -262,16 +264,28 @@ def _dotted(node: ast.AST) -> str | None:
 # `postgres://…@prod-db/…`): SQL from a file restored there overwrites what it holds.
 _PRODUCTION = re.compile(r"(?<![a-z0-9])(prod|production|prd|live)(?![a-z0-9])", re.I)
 SQL_FILE_OPTIONS = ("-f", "--file", "-i", "--input-file", "--filename", "--queries-file")
+# A file named as a dump or a backup (or kept in such a folder): restoring one replaces what the database holds (mysqldump
+# writes DROP TABLE before each table; a plain pg_dump restored over data collides with it).
+_DUMP_FILE = re.compile(r"dump|backup|(?<![a-z])bak(?![a-z])|restore|snapshot", re.I)
 
 
-def restores_into_production(words: list[str | None], stdin_file: str | None) -> bool:
-    """A database client runs SQL from a file (`< dump.sql`, `-f dump.sql`) against a target
-    that names production: the file's statements (a dump's DROP/CREATE) cannot be read here."""
+def restores_over_data(words: list[str | None], stdin_file: str | None) -> str | None:
+    """Why a database client running SQL from a file (`< dump.sql`, `-f dump.sql`) can lose
+    data, or None: the file is named as a dump or backup, or the target names production (the
+    file's statements cannot be read here)."""
     args = [w for w in words[1:] if w is not None]
-    from_file = stdin_file is not None or any(
-        w in SQL_FILE_OPTIONS or any(w.startswith(o + "=") for o in SQL_FILE_OPTIONS if o.startswith("--"))
-        for w in args)
-    return from_file and any(_PRODUCTION.search(w) for w in args)
+    files = [stdin_file] if stdin_file is not None else []
+    for i, w in enumerate(args):
+        if w in SQL_FILE_OPTIONS and i + 1 < len(args):
+            files.append(args[i + 1])
+        files += [w.split("=", 1)[1] for o in SQL_FILE_OPTIONS if o.startswith("--") and w.startswith(o + "=")]
+    if not files:
+        return None
+    if any(_DUMP_FILE.search(f) for f in files):
+        return "restores a dump or backup into a database (what its tables hold is replaced)"
+    if any(_PRODUCTION.search(w) for w in args):
+        return "runs SQL from a file against a production database"
+    return None
 
 
 def reads_stdin(lang: str, words: list[str | None]) -> bool:

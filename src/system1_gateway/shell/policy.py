@@ -241,14 +241,16 @@ def policy() -> Policy:
 
 
 def _writes_nothing(part: Part) -> bool:
-    """The part prints nothing, so its `>` only empties the file (`> f`, `: > f`, `true > f`,
-    `cat /dev/null > f`, `echo -n > f`, `printf '' > f`)."""
+    """The part prints nothing (or one empty line), so its `>` only empties the file (`> f`,
+    `: > f`, `true > f`, `cat /dev/null > f`, `echo > f`, `echo "" > f`, `echo -n > f`,
+    `printf '' > f`)."""
     if not part.words:
         return True
     base = (part.name or "").rsplit("/", 1)[-1]
     args = part.words[1:]
     return (base in (":", "true", "false") or (base == "cat" and args == ["/dev/null"])
-            or (base == "echo" and args == ["-n"]) or (base == "printf" and args == [""]))
+            or (base == "echo" and all(a in ("", "-n", "-e", "-E", "-ne", "-en") for a in args))
+            or (base == "printf" and args in ([""], ["\\n"], ["%s", ""])))
 
 
 def decide(part: Part, version: int = CURRENT) -> Verdict:
@@ -257,9 +259,10 @@ def decide(part: Part, version: int = CURRENT) -> Verdict:
         rule_id, why = part.findings[0]
         return Verdict(True, rule_id, why)
     base = (part.name or "").rsplit("/", 1)[-1]
-    if inline.language(base, part.words) == "sql" and inline.restores_into_production(
-            part.words, stdin_file(part.redirects)):
-        return Verdict(True, "sql-into-production", "runs SQL from a file against a production database")
+    restore = inline.restores_over_data(part.words, stdin_file(part.redirects)) if inline.language(
+        base, part.words) == "sql" else None
+    if restore is not None:
+        return Verdict(True, "sql-restore", restore)
     for target in part.writes:
         if target is not None and SENSITIVE_TARGET.match(target):
             return Verdict(True, "redirect-system-file", f"overwrites {target}")
