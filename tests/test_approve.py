@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from system1_gateway.hooks import approve, channel, guard
-from test_guard_channel import FORGER, Impostor, Plugin, confined_forger
+from test_guard_channel import FORGER, Impostor, confined_forger, plugin  # noqa: F401 - plugin: the shared fixture
 from test_hooks import config, log
 
 APPROVE_SH = Path(__file__).resolve().parents[1] / "hooks" / "approve.sh"
@@ -49,19 +49,6 @@ def run_approve(env: dict, given: bytes, script: Path = APPROVE_SH, timeout: flo
     return out, took, proc.stdout
 
 
-@pytest.fixture
-def plugin(tmp_path):
-    made: list[Plugin] = []
-
-    def make(venv: bool = False) -> Plugin:
-        made.append(Plugin(tmp_path, venv))
-        return made[-1]
-
-    yield make
-    for p in made:
-        p.stop()
-
-
 def on(write_config, tmp_path, **guard_settings):
     config(write_config, tmp_path, guard={"approve": "read-only", **guard_settings})
 
@@ -72,7 +59,7 @@ def test_the_server_approves_what_only_reads_and_nothing_else(write_config, tmp_
     an opaque command, a secret read, a redirection, a wrapper, project code get no answer.
     Every call is logged, metadata only."""
     on(write_config, tmp_path)
-    p = plugin()
+    p = plugin(venv=False)  # no venv behind the script: every answer is the server's
     p.start()
     for command in READS:
         out, took, _ = run_approve(p.env, request(command, tmp_path))
@@ -92,7 +79,7 @@ def test_the_server_approves_what_only_reads_and_nothing_else(write_config, tmp_
 
 def test_off_by_default_and_only_for_a_bash_permission_request(write_config, tmp_path, plugin):
     config(write_config, tmp_path)  # no [guard] approve: off
-    p = plugin()
+    p = plugin(venv=False)  # no venv behind the script: every answer is the server's
     p.start()
     assert run_approve(p.env, request("ls -la", tmp_path))[2] == b""
     on(write_config, tmp_path)
@@ -108,7 +95,7 @@ def test_the_guard_script_never_prints_an_allow_for_a_permission_request(write_c
     """The same input through guard.sh (the PreToolUse path): the server answers it as a guard
     call, and guard.sh's closed set has no allow."""
     on(write_config, tmp_path, enabled=True, budget_s=0.5)
-    p = plugin()
+    p = plugin(venv=False)  # no venv behind the script: every answer is the server's
     p.start()
     proc = subprocess.run(["sh", str(GUARD_SH)], input=request("ls -la", tmp_path), capture_output=True, env=p.env, timeout=30)
     assert b"allow" not in proc.stdout
@@ -178,7 +165,7 @@ def test_without_a_server_to_ask_the_script_runs_the_command_path(write_config, 
 
 def test_a_hung_server_costs_the_wait_and_approves_nothing(write_config, tmp_path, plugin):
     on(write_config, tmp_path)
-    p = plugin()
+    p = plugin(venv=False)  # no venv behind the script: every answer is the server's
     server = p.start()
     assert run_approve(p.env, request("ls", tmp_path))[0] == ALLOW
     os.kill(server.pid, signal.SIGSTOP)
@@ -204,7 +191,7 @@ def test_an_impostor_that_is_not_claude_codes_child_is_never_believed(write_conf
     parent would see it, a child impostor: every forged or malformed line prints nothing, and
     only the exact allow (the server's one answer) is printed (the trust boundary)."""
     on(write_config, tmp_path)
-    p = plugin()
+    p = plugin(venv=False)  # no venv behind the script: every answer is the server's
     impostor = Impostor(p.data, [b"KEY allow \n"] * 3)
     for _ in range(3):
         assert run_approve(p.env, request("rm -rf ~", tmp_path))[2] == b""
@@ -253,7 +240,7 @@ def test_a_confined_forger_cannot_turn_anything_into_an_allow(write_config, tmp_
     among them) while destructive and writing commands ask for approval: none is approved, and
     a read-only command still gets the server's own allow."""
     on(write_config, tmp_path)
-    p = plugin()
+    p = plugin(venv=False)  # no venv behind the script: every answer is the server's
     p.start()
     script = tmp_path / "forger.py"
     forger_source = FORGER.replace("ask allow", "allow ").replace('f"{ask} 2\\n{{}}"', 'f"{ask} 2 approve\\n{{}}"')
