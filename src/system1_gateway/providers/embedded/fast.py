@@ -36,10 +36,13 @@ MAX_CHUNKS = 8
 # The method that computes each reading (heads.py: a head reads the evidence as it was trained).
 READERS = {"first": "embed", "whole": "embed_whole", "mix": "embed_mix"}
 # Prefetching (the batch path of `judge --jsonl` and `bulk`): windows sorted by length, run in
-# batches of at most this many tokens (rows x padded width) and rows: the activations of one run
-# stay a few tens of MB, and a run of short commands is not padded to a long prompt's width.
-PREFETCH_TOKENS = 8192
-PREFETCH_ROWS = 256
+# batches of at most this many tokens (rows x padded width) and rows, so a run of short commands
+# is not padded to a long prompt's width. The encoder is compute-bound: on 2 cores (AVX2) it
+# reads ≈ 3,100 tokens/s in runs of 200-1,000 tokens, 2,400-3,000 in runs of 4,000-8,000 (their
+# activations leave the caches), and 1,700 one 12-token command at a time
+# (docs/benchmarks.md, "Built-in answers in bulk").
+PREFETCH_TOKENS = 512
+PREFETCH_ROWS = 64
 
 
 class FastEngine:
