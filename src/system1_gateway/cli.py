@@ -50,6 +50,8 @@ def _parser() -> _Parser:
     j = sub.add_parser("judge", help="state + typed questions, as JSON from a file or stdin")
     j.add_argument("file", nargs="?", default="-", help="request file (default: stdin)")
     j.add_argument("--jsonl", action="store_true", help="one request per line in, one result per line out")
+    j.add_argument("--no-batch", action="store_true", help="with --jsonl: answer each line alone instead of "
+                   "computing the fast tier's work for a chunk of lines together (same answers, slower)")
     common(j)
 
     b = sub.add_parser("bulk", help="judge a large JSON Lines file of requests on Ray Data (or a local pool): "
@@ -207,6 +209,8 @@ class _Answerer:
         # An override goes to the daemon only when it names rungs or kinds it knows, so an
         # unknown name keeps its exit 2 from the in-process check.
         self.fast = self.problem is None and all(_known_provider(name) for name in self.names)
+        self.local = False  # the last request was answered in this process (no daemon)
+        self.prefetched = False
 
     def __enter__(self) -> "_Answerer":
         return self
@@ -239,8 +243,22 @@ class _Answerer:
         routed = answerer.ask(f"/v1/{self.kind}", payload, provider=self.provider, started=started) \
             if self.fast else answerer.Routed()
         if routed.result is not None:
+            self.local = False
             return routed.result
+        self.local = True
         return answerer.in_process(self.gateway(), self.kind, payload, self.provider, routed)
+
+    def prefetch(self, payloads: list[Any]) -> None:
+        """The batch path: once the last request was answered in this process (no daemon), the
+        gateway computes the next ones' fast-tier work together (core.Gateway.prefetch)."""
+        if self.local:
+            self.gateway().prefetch(payloads, self.provider)
+            self.prefetched = True
+
+    def forget(self) -> None:
+        if self.prefetched:
+            self.gateway().forget(self.provider)
+            self.prefetched = False
 
 
 def _known_provider(name: str) -> bool:
@@ -297,34 +315,96 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         return _exit_code(result)
 
 
+# `judge --jsonl` reads this many lines, computes their fast-tier work together, then answers
+# them in order: memory stays bounded by one chunk whatever the input's length.
+BATCH_LINES = 256
+
+
 def _judge_lines(answerer: _Answerer, stream: BinaryIO, where: str, args: argparse.Namespace) -> int:
-    """Stream JSON Lines: one result per non-empty line, in order, flushed as it is made; a
-    bad line gets its own invalid_request and the lines after it are still judged."""
+    """Stream JSON Lines: one result per non-empty line, in order; a bad line gets its own
+    invalid_request and the lines after it are still judged. Lines are read in chunks of
+    BATCH_LINES (1 with --no-batch): when this process answers them (no daemon), the
+    gateway computes a chunk's fast-tier work in a few batched runs first (the first
+    request of a run, which finds out whether a daemon answers, goes alone). Each chunk's
+    results are flushed as it is done."""
     worst = EXIT_OK
     progress = _Progress() if sys.stderr.isatty() else None
-    for number, raw in enumerate(stream, start=1):
-        if not raw.strip():
-            continue
-        decoded = _decode(raw, f"{where} line {number}")
-        if decoded[1] is not None:
-            result = decoded[1]
-        else:
-            try:
-                payload = bounded_json.loads(decoded[0])
-            except (ValueError, RecursionError) as exc:
-                result = _invalid(f"{where} line {number}: invalid JSON: {exc}")
-            else:
+    size = 1 if getattr(args, "no_batch", False) else BATCH_LINES
+    for chunk in _chunks(stream, size):
+        items = [_read_line(raw, number, where) for number, raw in chunk]
+        for k, (number, payload, result) in enumerate(items):
+            if result is None:
+                if size > 1 and not answerer.prefetched:
+                    answerer.prefetch([p for _, p, r in items[k:] if r is None])
                 result = answerer.answer(payload)
                 if result.get("error") and result["error"].get("code") == INVALID_REQUEST:
                     result["error"]["message"] = f"line {number}: {result['error']['message']}"
-        _emit(result, args.pretty)
-        code = _exit_code(result)
-        worst = EXIT_INVALID if EXIT_INVALID in (worst, code) else max(worst, code)
-        if progress:
-            progress.advance(result)
+            _emit(result, args.pretty)
+            code = _exit_code(result)
+            worst = EXIT_INVALID if EXIT_INVALID in (worst, code) else max(worst, code)
+            if progress:
+                progress.advance(result)
+        answerer.forget()
     if progress:
         progress.close()
     return worst
+
+
+def _chunks(stream: BinaryIO, size: int) -> Any:
+    """Lists of up to `size` (line number, raw line) of the non-empty lines, in order. A list
+    holds only lines that have arrived: once it has one, it is handed over as soon as reading
+    more would wait (a caller writing a line and waiting for its answer gets it), so only
+    input already there, a file or a pipe's backlog, is batched."""
+    pending = b""
+    number = 0
+    eof = False
+    while not (eof and not pending):
+        chunk: list[tuple[int, bytes]] = []
+        while len(chunk) < size:
+            cut = pending.find(b"\n") + 1
+            if not cut and eof:
+                cut = len(pending)  # the last line, without its newline
+            if cut:
+                raw, pending = pending[:cut], pending[cut:]
+                number += 1
+                if raw.strip():
+                    chunk.append((number, raw))
+                continue
+            if eof or (chunk and not _readable(stream)):
+                break
+            data = _read_some(stream)
+            eof = not data
+            pending += data
+        if chunk:
+            yield chunk
+
+
+def _read_some(stream: BinaryIO) -> bytes:
+    """What the stream has now (waiting only when it has nothing yet); b"" at its end."""
+    read1 = getattr(stream, "read1", None)
+    return read1(1 << 16) if callable(read1) else stream.read(1 << 16)
+
+
+def _readable(stream: BinaryIO) -> bool:
+    """Reading the stream now would not wait (a file, or a pipe with data in it). False where it
+    cannot be told (a Windows pipe): then a chunk is what one read brought."""
+    import select
+
+    try:
+        return bool(select.select([stream.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation: no descriptor to ask
+        return False
+
+
+def _read_line(raw: bytes, number: int, where: str) -> tuple[int, Any, dict[str, Any] | None]:
+    """(line number, payload, None), or (line number, None, the invalid_request for the line)."""
+    decoded = _decode(raw, f"{where} line {number}")
+    if decoded[1] is not None:
+        return number, None, decoded[1]
+    try:
+        return number, bounded_json.loads(decoded[0]), None
+    except (ValueError, RecursionError) as exc:
+        return number, None, _invalid(f"{where} line {number}: invalid JSON: {exc}")
 
 
 class _Progress:

@@ -212,6 +212,47 @@ class Gateway:
         self._audit(result, request)
         return result
 
+    # -- batches --------------------------------------------------------------------------
+    def prefetch(self, payloads: list[Any], provider: str | None = None) -> int:
+        """The batch path (`judge --jsonl`, `bulk`), before answering a chunk of requests one by
+        one with `judge`: the first rung computes ahead, together, what answering them will
+        read (the embedded engine: the fast tier's embeddings, in a few batched runs instead
+        of one per request). Answers do not change; `judge` only finds its work done. A payload
+        that is not a valid request is skipped here (its `judge` says why), and nothing that
+        fails here fails a request: they are then answered as if one at a time. Call `forget`
+        after the chunk. Returns how many results were computed ahead."""
+        if toggle.paused():
+            return 0
+        try:
+            rung = self.rung(self.chain(provider)[0])
+        except Exception:  # noqa: BLE001 - a broken config or rung: each request will say why
+            return 0
+        fetch = getattr(rung, "prefetch", None)
+        if not callable(fetch):  # an HTTP rung, or the daemon's engine (it answers one by one)
+            return 0
+        requests: list[JudgeRequest] = []
+        for payload in payloads:
+            try:
+                request = payload if isinstance(payload, JudgeRequest) else parse_judge(payload)
+                requests.extend(structured.engine_requests(request))
+            except Exception:  # noqa: BLE001 - invalid: its own judge reports it
+                continue
+        try:
+            return int(fetch(requests))
+        except Exception:  # then each request computes its own
+            log.warning("computing a batch ahead failed; answering its requests one by one", exc_info=True)
+            return 0
+
+    def forget(self, provider: str | None = None) -> None:
+        """Drops what `prefetch` computed (memory stays bounded by one chunk)."""
+        try:
+            rung = self.rung(self.chain(provider)[0])
+        except Exception:  # noqa: BLE001 - nothing was prefetched then
+            return
+        forget = getattr(rung, "forget", None)
+        if callable(forget):
+            forget()
+
     # -- decide ---------------------------------------------------------------------------
     def decide(self, payload: Any, *, provider: str | None = None, deadline_s: float | None = None) -> dict[str, Any]:
         started = time.perf_counter()

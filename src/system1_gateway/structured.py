@@ -61,10 +61,7 @@ def run(request: JudgeRequest, qids: list[str], walk: Callable[[JudgeRequest], O
         out = _merged(more if more.error is not None else None, [done, more])
         out.answers = {**(done.answers or {}), **(more.answers or {})}
         return out
-    version = versions.pop()
-    document = _json_document(request.state)  # type: ignore[arg-type]
-    plan = (structure.plan_tool_call(document, request.state, version) if document is not None  # type: ignore[arg-type]
-            else structure.plan(request.state, version))  # type: ignore[arg-type]
+    plan = _plan(request, versions.pop())
     others = {qid: q for qid, q in request.questions.items() if qid not in qids}
     walks: list[Outcome] = []
     if others:
@@ -88,6 +85,38 @@ def run(request: JudgeRequest, qids: list[str], walk: Callable[[JudgeRequest], O
     out.answers = {**((walks[0].answers or {}) if others else {}), **{qid: dict(combined) for qid in qids}}
     if out.provider is None:  # every part was decided by the rules: no engine was asked
         out.provider, out.model = "rules", combined["model"]
+    return out
+
+
+def _plan(request: JudgeRequest, version: int) -> Any:
+    from .shell import structure
+
+    document = _json_document(request.state)  # type: ignore[arg-type]
+    return (structure.plan_tool_call(document, request.state, version) if document is not None  # type: ignore[arg-type]
+            else structure.plan(request.state, version))  # type: ignore[arg-type]
+
+
+def engine_requests(request: JudgeRequest) -> list[JudgeRequest]:
+    """The requests the chain will be asked when answering `request` (what `run` walks): the
+    request itself, or, for the `destructive` built-in about a command, each part the rules
+    leave to the engine (and the request's other questions about the whole state). The batch
+    path computes their embeddings ahead in one go (core.Gateway.prefetch)."""
+    from .shell import structure
+
+    qids = shell_questions(request)
+    if not qids:
+        return [request]
+    out = []
+    others = {qid: q for qid, q in request.questions.items() if qid not in qids}
+    if others:
+        out.append(request.model_copy(update={"questions": others}))
+    for version in sorted({DESTRUCTIVE_VERSIONS[request.questions[qid].wording_hash()] for qid in qids}):
+        question = next(request.questions[q] for q in qids
+                        if DESTRUCTIVE_VERSIONS[request.questions[q].wording_hash()] == version)
+        plan = _plan(request, version)
+        if not structure.certain(plan):
+            out.extend(request.model_copy(update={"state": text, "questions": {PART_QID: question}})
+                       for text in plan.engine_texts)
     return out
 
 

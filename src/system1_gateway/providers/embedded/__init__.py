@@ -395,15 +395,46 @@ class EmbeddedProvider(BaseProvider):
         heads = [store.find(q) if store is not None else None for q in questions]
         if not any(heads):
             return [None] * len(questions)
-        from .heads import char_features, option_texts, reader, similarities
+        from .heads import char_features, option_texts, similarities
 
         engine = self._fast_engine()
-        embeddings = {r: reader(engine, r)([state_text])[0] for r in {h.reading for h in heads if h is not None}}
+        embeddings = {r: engine.read(r, [state_text])[0] for r in {h.reading for h in heads if h is not None}}
         chars = char_features(state_text)
         return [None if h is None else
                 (h, h.probs(embeddings[h.reading], chars,
                             similarities(embeddings[h.reading], engine.options(option_texts(q)))))
                 for q, h in zip(questions, heads)]
+
+    def prefetch(self, requests: list[Any]) -> int:
+        """The batch path (`judge --jsonl`, `bulk`): computes ahead, in a few batched runs of
+        the fast tier's encoder, the embeddings that answering `requests` (JudgeRequests,
+        shell parts included) will read: each learned head's reading of its evidence, and
+        the first window for a question the fast tier answers zero-shot. `judge` then finds
+        them instead of running the encoder once per request; its answers are the same.
+        Kept until `forget` (or the next prefetch). Returns how many vectors it keeps."""
+        if self.settings.tier == "llm":
+            return 0
+        store = self.head_store()
+        readings: dict[str, str | None] = {}  # per question wording: the reading it needs
+        wanted: dict[str, set[str]] = {}
+        for request in requests:
+            text = render(request.state) or NO_STATE
+            for question in request.questions.values():
+                key = question.wording_hash()
+                if key not in readings:
+                    head = store.find(question) if store is not None else None
+                    readings[key] = head.reading if head is not None else (
+                        "first" if describable(question) else None)
+                if readings[key] is not None:
+                    wanted.setdefault(readings[key], set()).add(text)  # type: ignore[arg-type]
+        if not wanted:
+            return 0
+        return self._fast_engine().prefetch(wanted)
+
+    def forget(self) -> None:
+        """Drops what `prefetch` kept."""
+        if self._fast is not None:
+            self._fast.forget()
 
     def _decide_all(self, questions: list[Any], state_text: str, deadline: float,
                     timeout_s: float) -> list[tuple[str, Any]]:
