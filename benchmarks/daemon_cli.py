@@ -19,13 +19,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from bench_stats import pct
 
 VENV_BIN = Path(sys.executable).parent
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:

@@ -20,11 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
+from bench_stats import pct
 
 
 def main() -> int:

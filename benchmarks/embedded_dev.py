@@ -22,9 +22,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
+from bench_stats import pct
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev.jsonl"
 
@@ -50,11 +51,6 @@ def ece(pairs: list[tuple[float, bool]], bins: int = 10) -> float:
     for conf, ok in pairs:
         groups[min(bins - 1, int(conf * bins))].append((conf, ok))
     return sum(abs(sum(c for c, _ in g) - sum(o for _, o in g)) for g in groups) / max(1, len(pairs))
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
 
 
 def main() -> int:

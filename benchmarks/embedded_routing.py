@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from bench_stats import pct
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev.jsonl"
 TASKS = ("read_only", "design", "review", "specified")
@@ -52,14 +53,9 @@ def tier_of(answer: dict) -> str:
     return head.removeprefix("embedded ") or "?"
 
 
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
-
-
 def run_phase(phase: str, limit: int) -> dict:
     """In the child: the measurements of one phase, as JSON-able figures."""
-    from system1_gateway.config import Config, GatewaySettings
+    from system1_gateway.config.settings import Config, GatewaySettings
     from system1_gateway.core import Gateway
     from system1_gateway.providers.embedded import EmbeddedProvider
 

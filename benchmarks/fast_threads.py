@@ -26,13 +26,9 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from system1_gateway.providers.embedded.assets import TOKENIZER_PATH, minilm_onnx_path
+from bench_stats import pct
 
 PROMPT = "Explain how the retry logic in src/net/client.py decides when to give up on a request, turn 3"
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def session(threads: int, spin: bool) -> ort.InferenceSession:

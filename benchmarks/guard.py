@@ -31,6 +31,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "data" / "dev.jsonl"
@@ -57,14 +58,9 @@ def load(path: Path) -> list[tuple[str, bool]]:
     return items
 
 
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
-
-
 class Judge:
     def __init__(self):
-        from system1_gateway.config import Config, GatewaySettings
+        from system1_gateway.config.settings import Config, GatewaySettings
         from system1_gateway.core import Gateway
         from system1_gateway.model import parse_judge
         from system1_gateway.providers.embedded import EmbeddedProvider

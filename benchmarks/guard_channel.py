@@ -32,14 +32,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = ["ls -la", "rm -rf ./build"]
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 class Server:

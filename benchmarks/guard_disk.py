@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -32,11 +33,6 @@ NO_STATE = ["ls -la", "git status", "git log --oneline -5", "kubectl delete name
 STATEFUL = ["rm -rf node_modules", "rm -rf build", "echo hi > new-notes.txt", "git checkout -- README.md",
             "git checkout -- src/m3/f4.py", "git reset --hard", "git clean -fd", ": > .env", "git stash drop"]
 GIT_ID = ["-c", "user.name=Bench", "-c", "user.email=bench@example.com"]
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def make_repo(path: Path, files: int) -> None:

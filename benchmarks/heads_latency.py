@@ -20,18 +20,14 @@ import sys
 import time
 from pathlib import Path
 
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider, assets
+from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT / "data" / "heads" / "dev" / "dev_builtins.jsonl"
 ROUTING = ("read_only", "design", "review", "specified")
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def timed(gateway: Gateway, requests: list[dict], expect_model: str | None) -> list[float]:

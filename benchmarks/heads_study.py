@@ -33,13 +33,14 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import train_builtin_heads as training
 
 from system1_gateway import builtins
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.learn import fit, metrics, teach
 from system1_gateway.providers.embedded import EmbeddedProvider, usable_cpus
 from system1_gateway.model import parse_judge
 from system1_gateway.providers.embedded.fast import FastEngine
 from system1_gateway.providers.embedded.heads import option_texts
+from bench_stats import pct
 
 DEV_DIR = ROOT / "data" / "heads" / "dev"
 SIZES = (10, 20, 50, 100)
@@ -47,11 +48,6 @@ SIZES = (10, 20, 50, 100)
 
 def builtin_options(task: str) -> list[str]:
     return option_texts(parse_judge({"state": "", "questions": {"q": builtins.BUILTINS[task].question()}}).questions["q"])
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def head_latency(dev_by_task: dict[str, list[dict]]) -> dict[str, list[float]]:

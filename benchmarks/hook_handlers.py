@@ -56,6 +56,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -69,11 +70,6 @@ PLUGIN = "s1bench"
 TOKEN_VAR = "SYSTEM1_BENCH_HOOK_TOKEN"
 FIELDS = ["hook_event_name", "session_id", "transcript_path", "cwd", "permission_mode", "prompt_id", "prompt",
           "source", "tool_name", "tool_input", "tool_use_id"]
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 # -- the http arm's server (a separate process: `--http-server PORT TOKEN`) ---------------------

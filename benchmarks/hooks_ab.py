@@ -21,16 +21,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from bench_stats import pct
 
 PROMPT = "Refactor the parser module so that it handles nested quotes and add tests for the edge cases"
 COMMAND = "git status && git log --oneline -5 && rm -rf build/"
 CONFIG = ('[providers.embedded]\ntier = "fast"\n[routing]\nenabled = true\nhint = true\nmin_confidence = 0.0\n'
           '[skills]\nenabled = false\n[guard]\nenabled = true\nmin_confidence = 0.0\n')
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def one_daemon(daemon_python: str, hooks: dict[str, str], n: int) -> list[tuple[str, str, list[float], int]]:

@@ -29,15 +29,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT / "data" / "heads" / "dev" / "dev_builtins.jsonl"
 ROUTING = ("read_only", "design", "review", "specified")
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def run_hook(name: str, payload: dict, env: dict[str, str]) -> tuple[float, str]:

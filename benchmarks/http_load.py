@@ -32,14 +32,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 DECIDE = json.dumps({"question": "Is `git push --force origin main` destructive?", "options": ["yes", "no"]}).encode()
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def start_server(env: dict[str, str]) -> tuple[subprocess.Popen, int]:

@@ -14,6 +14,7 @@ import argparse
 import statistics
 import subprocess
 import sys
+from bench_stats import pct
 
 MODULES = [
     "pydantic",
@@ -25,11 +26,6 @@ MODULES = [
 ]
 
 CHILD = "import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
 
 
 def main() -> int:

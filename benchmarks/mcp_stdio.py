@@ -19,11 +19,7 @@ import time
 
 import anyio
 from mcp import Client, StdioServerParameters
-
-
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
+from bench_stats import pct
 
 
 def params(env):

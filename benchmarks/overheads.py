@@ -28,18 +28,14 @@ os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
 from system1_gateway import audit
 from system1_gateway.answers import finalize
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.state import SQLiteState
 from system1_gateway.core import Gateway
 from system1_gateway.model import parse_judge
 from system1_gateway.providers import build
+from bench_stats import pct
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
 
 
 def timed(name: str, fn: Callable[[], Any], n: int, warmup: int = 200) -> None:

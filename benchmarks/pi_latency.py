@@ -26,16 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from mock_openai_chat import MockOpenAIChat
+from bench_stats import pct
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 PI = TOOLS / "pi" / "node_modules" / ".bin" / "pi"
 NODE = TOOLS / "node22" / "node_modules" / ".bin" / "node"
 CLI = Path(sys.executable).parent / "system1"
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def row(name: str, values: list[float]) -> str:

@@ -26,17 +26,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import train_builtin_heads as tbh
 
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
 from system1_gateway.providers.embedded.heads import SHIPPED_DIR, HeadStore
+from bench_stats import pct
 
 ROUTING = ("read_only", "design", "review", "specified")
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def old_heads(ref: str, into: Path) -> Path:

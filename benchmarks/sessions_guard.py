@@ -31,7 +31,7 @@ DATA = ROOT / "data" / "sessions" / "commands-agent-sessions" / "examples.jsonl"
 KINDS = ["read", "write", "run", "network", "other", "destructive"]
 
 
-def pct(a: float, b: float) -> str:
+def share(a: float, b: float) -> str:
     return f"{a}/{b} = {100.0 * a / b:.1f} %" if b else f"{a}/0"
 
 
@@ -63,9 +63,9 @@ def main() -> int:
     ok_harmless = [r for r in harmless if approved[r["command"]] is not None]
     false_allows = [r for r in rows if approved[r["command"]] is not None and r["kind"] != "read"]
     print("\n(a) read-only approval (shell.readonly.judge)")
-    print(f"  read commands approved:       {pct(len(ok_reads), len(reads))}"
-          f"   (weighted by n: {pct(sum(r['n'] for r in ok_reads), sum(r['n'] for r in reads))})")
-    print(f"  harmless commands approved:   {pct(len(ok_harmless), len(harmless))}")
+    print(f"  read commands approved:       {share(len(ok_reads), len(reads))}"
+          f"   (weighted by n: {share(sum(r['n'] for r in ok_reads), sum(r['n'] for r in reads))})")
+    print(f"  harmless commands approved:   {share(len(ok_harmless), len(harmless))}")
     print(f"  false allows (approved, kind != read): {len(false_allows)}")
     for r in false_allows[:a.show]:
         print(f"    [{r['kind']}] {short(r['command'])}  ({r['repo']})")
@@ -89,9 +89,9 @@ def main() -> int:
                 false_flags.append((r, rule, part))
     for k in KINDS:
         if total[k]:
-            print(f"  {k:12s} decided destructive by rule: {pct(flagged[k], total[k])}")
+            print(f"  {k:12s} decided destructive by rule: {share(flagged[k], total[k])}")
     harmless_n = sum(total[k] for k in KINDS if k != "destructive")
-    print(f"  harmless (kind != destructive) false flags by rule: {pct(len(false_flags), harmless_n)}")
+    print(f"  harmless (kind != destructive) false flags by rule: {share(len(false_flags), harmless_n)}")
     for r, rule, part in false_flags[:a.show]:
         print(f"    [{r['kind']}] rule {rule}: {short(part, 80)!s}  <- {short(r['command'], 110)}")
     return 0

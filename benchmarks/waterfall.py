@@ -28,15 +28,11 @@ os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 import httpx
 
 from fault_engine import FaultEngine
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
+from bench_stats import pct
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
-
-
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
 
 
 def line(name, values, unit="µs", scale=1e6):

@@ -32,7 +32,7 @@ def require(available: bool, what: str) -> None:
         return
     if REQUIRED:
         pytest.fail(f"{what} is missing, and CI requires it (SYSTEM1_REQUIRE_CLIENTS=1; run .ci/run)", pytrace=False)
-    pytest.skip(f"{what} is missing")
+    pytest.skip(f"{what} is missing (`make clients` installs what CI does)")
 
 
 def pytest_runtest_logreport(report):

@@ -10,6 +10,12 @@ import pytest
 from ci_gate import (  # noqa: F401
     pytest_runtest_logreport, pytest_sessionfinish, pytest_terminal_summary, require,
 )
+# Re-exported: most test modules import these two from here.
+from helpers.cli import run_cli  # noqa: F401
+from helpers.serve import serve_port  # noqa: F401
+
+# Which tests are slow and which files run first, from the last run's timings (timing.py).
+pytest_plugins = ["timing", "helpers.daemon"]  # helpers.daemon: the start_daemon fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 # A developer's shortcut: test the source tree through an editable install. CI refuses it.
@@ -66,23 +72,6 @@ def pytest_configure(config):
     raise pytest.UsageError(
         f"{problem}. The suite tests the installed wheel: run the README's command 2 "
         f"(build, install the wheel, test), or set {SOURCE_OPT_IN}=1 to test the source tree (not in CI).")
-
-
-# The longest files first (seconds of test time in a run on 2 cores): with `--dist loadfile`
-# each worker takes the next file when it is free, so the long ones must not come last.
-# Measured 2026-12-04 after the suite's trim (junit, 2 pinned workers; summed 981 s → ≈ 955 s).
-SLOW_FIRST = ("test_embedded_latency.py", "test_claude_code.py", "test_install.py", "test_embedded.py",
-              "test_teach.py", "test_pi.py", "test_hooks.py", "test_daemon.py", "test_first_call.py",
-              "test_fuzz.py", "test_client.py", "test_http_fuzz.py", "test_bulk.py", "test_http.py",
-              "test_guard_structure.py", "test_waterfall.py", "test_mcp_wire.py", "test_typecheck.py",
-              "test_state_replicas.py", "test_hooks_serve.py", "test_jev_clients.py", "test_mcp_ts_client_v2.py",
-              "test_outcomes.py", "test_packaging.py", "test_heads.py", "test_state.py", "test_http_mcp.py",
-              "test_openai.py", "test_pi_native.py", "test_cli.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable: order within a file kept
 
 
 def _leftover_daemons(base: Path) -> list[int]:
@@ -220,18 +209,6 @@ def mock_gateway(monkeypatch):
     return make
 
 
-def run_cli(*args, input=None, env=None, timeout=120):
-    """Run `python -m system1_gateway ARGS`; returns (exit code, parsed stdout lines, stderr)."""
-    full_env = {k: v for k, v in os.environ.items()}
-    full_env.update(env or {})
-    proc = subprocess.run(
-        [sys.executable, "-m", "system1_gateway.cli", *args],
-        input=input, capture_output=True, text=True, env=full_env, timeout=timeout,
-    )
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    return proc.returncode, lines, proc.stderr
-
-
 def lock_holder(seconds: float = 120) -> subprocess.Popen:
     """A live process holding daemon.lock as a daemon does (a client trusts the port file only
     while the lock is held), for tests whose port file names it in front of a fake server."""
@@ -249,17 +226,3 @@ def lock_holder(seconds: float = 120) -> subprocess.Popen:
 def judge_payload(**questions):
     return {"state": "The build failed after the last merge.", "questions": questions or {
         "q": {"type": "noul", "instructions": "Is this about a build?"}}}
-
-
-def serve_port(proc, what: str = "system1 serve exited before listening") -> int:
-    """The port a `system1 serve --port 0` child announces on stderr (read up to that line)."""
-    import re
-
-    lines = []
-    while True:
-        line = proc.stderr.readline()
-        assert line, what + ("\n" + "".join(lines) if lines else "")
-        lines.append(line)
-        match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if match:
-            return int(match.group(1))

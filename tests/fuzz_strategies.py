@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from system1_gateway import providers
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.errors import GatewayError
 from system1_gateway.model import JudgeRequest
@@ -1358,7 +1358,7 @@ endpoint = "{ENDPOINT}"
 
 
 def _chain_config() -> Config:
-    from system1_gateway.config import parse_config_text
+    from system1_gateway.config.settings import parse_config_text
 
     return parse_config_text(CHAIN_TOML, Path("fuzz-chain.toml"))
 

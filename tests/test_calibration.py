@@ -203,7 +203,7 @@ def _labels_for_mock(tmp_path, n=80, right_share=0.6) -> Path:
     """Labels the mock engine (0.9 confident everywhere) gets right `right_share` of the time."""
     gw = Gateway(calibration=Calibration.off(), config=None)
     os.environ["SYSTEM1_PROVIDER"] = "mock"
-    from system1_gateway.config import load_config
+    from system1_gateway.config.settings import load_config
 
     gw = Gateway(load_config(), calibration=Calibration.off())
     lines = []

@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from system1_gateway import chain, consent, notices
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.state import SQLiteState
 from system1_gateway.core import Gateway
 from system1_gateway.providers.base import BaseProvider, Health

@@ -15,10 +15,10 @@ import time
 import pytest
 
 from system1_gateway import answerer, client, daemon_files
-from system1_gateway.config import load_config
+from system1_gateway.config.settings import load_config
 
 from conftest import lock_holder, run_cli
-from test_cli_daemon import MOCK_CONFIG, route, start_daemon  # noqa: F401 - the fixture
+from helpers.daemon import MOCK_CONFIG, route
 
 
 def write_record(port: int, pid: int | None = None, started: float | None = None, fingerprint: str | None = None) -> None:

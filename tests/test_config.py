@@ -2,7 +2,7 @@
 
 import pytest
 
-from system1_gateway.config import load_config
+from system1_gateway.config.settings import load_config
 from system1_gateway.core import Gateway
 from system1_gateway.errors import ConfigError
 
@@ -110,7 +110,7 @@ def test_unreadable_config_is_a_config_error(write_config):
 
 def test_example_config_is_valid_and_documents_every_key(monkeypatch):
     from conftest import ROOT
-    from system1_gateway.config import GATEWAY_ENV, GatewaySettings
+    from system1_gateway.config.settings import GATEWAY_ENV, GatewaySettings
 
     example = ROOT / "config.example.toml"
     monkeypatch.setenv("SYSTEM1_CONFIG", str(example))
@@ -130,7 +130,7 @@ def test_credential_variables_are_not_settings(monkeypatch):
 
 
 def test_serve_table_defaults_file_and_environment(write_config, monkeypatch):
-    from system1_gateway.config import load_config
+    from system1_gateway.config.settings import load_config
 
     monkeypatch.delenv("SYSTEM1_SERVE_PORT")  # conftest: 0 (any free port)
     assert load_config().serve.port == 8737 and load_config().serve.autostart is False  # conftest: 0
@@ -143,7 +143,7 @@ def test_serve_table_defaults_file_and_environment(write_config, monkeypatch):
 def test_serve_errors_name_the_line_or_the_variable(write_config, monkeypatch):
     import pytest
 
-    from system1_gateway.config import load_config
+    from system1_gateway.config.settings import load_config
     from system1_gateway.errors import ConfigError
 
     monkeypatch.delenv("SYSTEM1_SERVE_PORT")  # conftest: 0, which would win over the file

@@ -244,7 +244,7 @@ def test_a_bad_chain_override_is_an_invalid_request_before_any_rung(write_config
 
 
 def test_an_injected_rung_may_be_named_in_an_override():
-    from system1_gateway.config import Config, GatewaySettings
+    from system1_gateway.config.settings import Config, GatewaySettings
     from system1_gateway.core import Gateway
     from system1_gateway.providers.mock import MockProvider
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.errors import ProviderTimeout
 from system1_gateway.model import parse_judge

@@ -217,7 +217,7 @@ def test_through_the_gateway_a_new_question_is_answered_within_the_attempt(stub_
     returns as soon as its own answer is ready, whatever the definitions cost."""
     import time
 
-    from system1_gateway.config import Config, GatewaySettings
+    from system1_gateway.config.settings import Config, GatewaySettings
     from system1_gateway.core import Gateway
 
     def slow(self, prefix, suffix, options, timeout_s=60, urgent=True):

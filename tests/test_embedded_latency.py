@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.model import parse_judge
 from system1_gateway.providers.embedded import EmbeddedProvider, assets, prompts

@@ -21,7 +21,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import run_cli, serve_port
-from test_http import call
+from helpers.serve import call
 
 pytestmark = [pytest.mark.models, pytest.mark.anyio]
 

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from system1_gateway.shell import disk
-from test_cli_daemon import start_daemon  # noqa: F401 - the fixture
 
 GIT_ID = ["-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
 

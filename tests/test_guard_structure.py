@@ -12,11 +12,10 @@ import shlex
 import pytest
 
 from conftest import ROOT
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
 from system1_gateway.shell.read import read
-from test_cli_daemon import start_daemon  # noqa: F401 - the fixture
 from test_hooks import hook
 
 TOLERANCE = 0.02

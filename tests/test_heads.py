@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from system1_gateway import builtins
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.learn import fit, metrics
 from system1_gateway.providers.embedded import EmbeddedProvider, heads

@@ -12,7 +12,6 @@ import sys
 import pytest
 
 from system1_gateway.hooks import common, serve
-from test_cli_daemon import start_daemon  # noqa: F401 - the fixture
 from test_hooks import HINT, LONG, UNRULED, config, hook, log, routing_on
 
 

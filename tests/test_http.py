@@ -7,7 +7,6 @@ TestClient on the same app.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import os
@@ -23,6 +22,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from conftest import judge_payload
+from helpers.serve import KEY, call, running, serve_port, wait_ready
 from system1_gateway.http import security
 from system1_gateway.core import Gateway
 from system1_gateway.addresses import is_loopback
@@ -34,58 +34,6 @@ from system1_gateway.providers.mock import MockProvider
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
 DECIDE = {"question": "Is `git push --force origin main` destructive?", "options": ["yes", "no"]}
-KEY = "k" * 8 + "-test-key-0123456789"
-
-
-# -- helpers ---------------------------------------------------------------------------------
-@contextlib.contextmanager
-def running(gateway: Gateway | None = None, **kwargs):
-    """A real server on 127.0.0.1:<free port> in a thread; yields (serving, port)."""
-    serving = Serving(host="127.0.0.1", port=0, gateway=gateway, **kwargs)
-    bound: dict[str, int] = {}
-    ready = threading.Event()
-
-    def started(host, port):
-        bound["port"] = port
-        ready.set()
-
-    outcome: dict[str, int] = {}
-    thread = threading.Thread(target=lambda: outcome.setdefault("code", serving.run(on_started=started)), daemon=True)
-    thread.start()
-    serving.thread = thread  # for tests that stop it themselves
-    assert ready.wait(30), "server did not start"
-    try:
-        yield serving, bound["port"]
-    finally:
-        serving.stop()
-        thread.join(30)
-        assert not thread.is_alive(), "server did not stop"
-        assert outcome.get("code") == 0
-
-
-def call(port: int, method: str, path: str, body=None, headers=None, timeout=30):
-    """(status, headers, parsed JSON or text) over a fresh connection."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
-    conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
-    response = conn.getresponse()
-    raw = response.read()
-    conn.close()
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = raw.decode()
-    return response.status, {k.lower(): v for k, v in response.getheaders()}, parsed
-
-
-def wait_ready(port: int, timeout=30):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        status, _, body = call(port, "GET", "/healthz")
-        if status == 200 and body["status"] == "ok":
-            return body
-        time.sleep(0.05)
-    raise AssertionError("never ready")
 
 
 @pytest.fixture
@@ -531,14 +479,8 @@ def test_system1_serve_end_to_end_with_sigterm(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "system1_gateway.cli", "serve", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        port = None
-        lines = []
-        while port is None:
-            line = proc.stderr.readline()
-            assert line, "".join(lines)
-            lines.append(line)
-            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-            port = int(match.group(1)) if match else None
+        lines: list[str] = []
+        port = serve_port(proc, lines=lines)
         wait_ready(port)
         secret = "EVIDENCE-7f3a-do-not-log"
         status, _, body = call(port, "POST", "/v1/decide", {"question": f"Is {secret} fine?",
@@ -562,7 +504,7 @@ def test_system1_serve_end_to_end_with_sigterm(tmp_path):
 
 # -- what a connection may cost before it sent a request (issue 27 M3) ---------------------------
 def _bounded_gateway(**serve):
-    from system1_gateway.config import Config, GatewaySettings, ServeSettings
+    from system1_gateway.config.settings import Config, GatewaySettings, ServeSettings
 
     return Gateway(Config(gateway=GatewaySettings(provider="mock"), serve=ServeSettings(**serve)))
 

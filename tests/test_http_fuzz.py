@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
     content_type_conformance, response_schema_conformance, status_code_conformance,
 )
 
-from test_http import call, running, wait_ready
+from helpers.serve import call, running, wait_ready
 
 # Per operation with inputs (the three POST routes); an operation without inputs has one case.
 # Sized to what they find (counted 2026-12-04, per operation and mode, the case at which the last

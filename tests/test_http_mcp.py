@@ -20,7 +20,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -32,14 +31,14 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import ROOT, require, serve_port
+from conftest import ROOT, require
 from system1_gateway.core import Gateway
 from system1_gateway.http.app import create_app
 from system1_gateway.http.mcp import McpFace
 from system1_gateway.http.security import loopback_hosts
 from system1_gateway.http.serving import _bind
 from system1_gateway.mcp_server import build_server
-from test_http import KEY, call, running, wait_ready
+from helpers.serve import KEY, call, running, serving, wait_ready
 from test_mcp import TOOLS, call_every_tool
 
 TOOLS_DIR = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
@@ -81,7 +80,7 @@ def anyio_backend():
 
 def node_tools():
     for path, what in ((NODE, "node 22 (npm node@22)"), (SUITE, "@modelcontextprotocol/conformance")):
-        require(path.exists(), f"{what} at {path} (run .ci/run)")
+        require(path.exists(), f"{what} at {path} (`make clients` installs it)")
 
 
 @pytest.fixture(scope="module")
@@ -91,22 +90,10 @@ def serve(tmp_path_factory):
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "SYSTEM1_PROVIDER": "mock",
            "SYSTEM1_STATE_DIR": str(home / "state"), "XDG_CONFIG_HOME": str(home / "xdg"),
            "SYSTEM1_SERVE_AUTOSTART": "0"}
-    proc = subprocess.Popen([sys.executable, "-m", "system1_gateway.cli", "serve", "--port", "0"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=home)
-    try:
-        port = serve_port(proc)
-        threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep the pipe drained
-        wait_ready(port)
+    with serving(env, cwd=home) as (proc, port):
         yield f"http://127.0.0.1:{port}"
-    finally:
         proc.send_signal(signal.SIGTERM)
-        try:
-            assert proc.wait(timeout=30) == 0
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
+        assert proc.wait(timeout=30) == 0  # a graceful stop
 
 
 # -- the SDK's HTTP client -------------------------------------------------------------------
@@ -173,7 +160,7 @@ async def test_stop_does_not_wait_for_an_open_mcp_session(mock_gateway):
 
 # -- the MCP Inspector CLI over HTTP ----------------------------------------------------------
 def inspector(home, url, *args):
-    require(INSPECTOR.exists(), f"{INSPECTOR} (run .ci/run)")
+    require(INSPECTOR.exists(), f"{INSPECTOR} (`make clients` installs it)")
     env = {"HOME": str(home), "PATH": os.environ["PATH"], "MCP_INSPECTOR_SECRET_STORE": "memory"}
     return subprocess.run([str(INSPECTOR), "--cli", url, "--transport", "http", *args, "--format", "json", "-q"],
                           capture_output=True, text=True, env=env, timeout=120)
@@ -284,7 +271,7 @@ def test_the_servers_own_mcp_never_delegates_to_a_daemon(monkeypatch):
     """/mcp of `system1 serve` (and of the daemon itself) answers with the server's gateway: it
     never looks for, asks or autostarts a daemon (which would be itself, or another one)."""
     from system1_gateway import answerer, client
-    from system1_gateway.config import Config, GatewaySettings
+    from system1_gateway.config.settings import Config, GatewaySettings
     from system1_gateway.mcp_server import Tools
 
     def refuse(*_a, **_k):

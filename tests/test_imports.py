@@ -3,13 +3,12 @@
 import subprocess
 import sys
 
-from test_cli_daemon import start_daemon  # noqa: F401 - the fixture
 
 HEAVY = ["cyllama", "onnxruntime", "numpy", "httpx", "mcp", "tokenizers", "rich", "tree_sitter"]
 
 SCRIPT = """
 import sys
-import system1_gateway.core, system1_gateway.cli, system1_gateway.config
+import system1_gateway.core, system1_gateway.cli, system1_gateway.config.settings
 from system1_gateway.core import Gateway
 import os
 os.environ["SYSTEM1_PROVIDER"] = "mock"

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 
 from fault_engine import FaultEngine

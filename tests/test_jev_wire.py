@@ -1,4 +1,4 @@
-"""The Jev wire face (jev_wire.py): translation functions, and the router on a minimal FastAPI
+"""The Jev wire face (http/jev_wire.py): translation functions, and the router on a minimal FastAPI
 app through TestClient, against the real gateway core with mock rungs.
 
 Real Jev clients against a running `system1 serve` are in test_jev_clients.py.
@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from system1_gateway import jev_wire
+from system1_gateway.http import jev_wire
 from system1_gateway.core import Gateway
 from system1_gateway.model import JudgeRequest
 

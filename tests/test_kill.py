@@ -19,7 +19,7 @@ from system1_gateway import client, daemon_files
 from system1_gateway.paths import state_dir
 
 from conftest import run_cli
-from test_cli_daemon import route, start_daemon  # noqa: F401 - the fixture
+from helpers.daemon import route
 
 DEADLINE_S = 4.0
 # A first rung that fails and cools (so the state file is being written when the kill

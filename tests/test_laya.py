@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from local_http import LocalServer, QuietHandler
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 
 from conftest import ROOT, require

@@ -61,7 +61,7 @@ EXCLUDED = {
 def installed():
     for path, what in ((NODE, "node 22 (npm node@22)"), (SUITE, "@modelcontextprotocol/conformance"),
                        (BRIDGE, "supergateway")):
-        require(path.exists(), f"{what} at {path} (run .ci/run)")
+        require(path.exists(), f"{what} at {path} (`make clients` installs it)")
 
 
 @pytest.fixture(scope="module")

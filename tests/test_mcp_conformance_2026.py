@@ -26,7 +26,7 @@ from conftest import ROOT, require
 from system1_gateway.http.app import create_app
 from system1_gateway.http.security import loopback_hosts
 from system1_gateway.http.serving import _bind
-from test_http import wait_ready
+from helpers.serve import wait_ready
 from test_http_mcp import NODE, TOOLS_DIR, serve, with_error_fixture  # noqa: F401  (serve: the fixture)
 
 SUITE = TOOLS_DIR / "conformance02" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
@@ -75,7 +75,7 @@ ENTRY = re.compile(r"^  - (?P<scenario>[a-z0-9-]+):(?P<check>[a-z0-9-]+)\s+#\s*(
 
 def installed():
     for path, what in ((NODE, "node 22 (npm node@22)"), (SUITE, "@modelcontextprotocol/conformance 0.2")):
-        require(path.exists(), f"{what} at {path} (run .ci/run)")
+        require(path.exists(), f"{what} at {path} (`make clients` installs it)")
 
 
 def suite(*args: str, cwd: Path) -> subprocess.CompletedProcess:

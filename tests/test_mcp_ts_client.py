@@ -26,7 +26,7 @@ TOOL_NAMES = ["system1_decide", "system1_judge", "system1_health", "system1_capa
 def session(tmp_path_factory):
     """One run of the TS client against `python -I -m system1_gateway` (mock provider)."""
     for path, what in ((NODE, "node 22 (npm node@22)"), (SDK, "@modelcontextprotocol/sdk"), (AJV, "ajv")):
-        require(path.exists(), f"{what} at {path} (run .ci/run)")
+        require(path.exists(), f"{what} at {path} (`make clients` installs it)")
     home = tmp_path_factory.mktemp("ts-client")
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "SYSTEM1_PROVIDER": "mock", "SYSTEM1_SERVE_AUTOSTART": "0",
            "SYSTEM1_STATE_DIR": str(home / "state"), "XDG_CONFIG_HOME": str(home / "xdg")}

@@ -2,7 +2,7 @@
 
 import json
 
-from system1_gateway.config import Config, GatewaySettings
+from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.base import BaseProvider
 

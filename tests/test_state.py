@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from system1_gateway.config import parse_config_text
+from system1_gateway.config.settings import parse_config_text
 from system1_gateway.errors import ConfigError
 from system1_gateway.state import Cooling, MemoryState, SQLiteState, key_for, target_keys
 from system1_gateway.state.redis_store import RedisState, public_url
@@ -139,7 +139,7 @@ def test_per_model_failures_cool_the_model_the_rest_the_endpoint():
 def test_rungs_on_one_target_share_its_cooldown(mode, b_model, b_tried):
     from fault_engine import FaultEngine
 
-    from system1_gateway.config import Config, GatewaySettings
+    from system1_gateway.config.settings import Config, GatewaySettings
     from system1_gateway.core import Gateway
 
     engine = FaultEngine(mode)

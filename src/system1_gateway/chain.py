@@ -29,7 +29,7 @@ from typing import Any, Callable
 from . import consent, overrides, providers
 from .answers import finalize
 from .calibration import Calibration, Fit
-from .config import Config
+from .config.settings import Config
 from .errors import (
     ALL_COOLING,
     DEADLINE_EXCEEDED,

@@ -458,7 +458,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_order(args: argparse.Namespace) -> int:
-    from .config_edit import write_order
+    from .config.edit import write_order
     from .errors import ConfigError
 
     try:
@@ -480,7 +480,7 @@ def _ask_person(text: str) -> bool:
 
 
 def _cmd_retry(args: argparse.Namespace) -> int:
-    from .config import load_config
+    from .config.settings import load_config
     from .errors import ConfigError
     from .state import open_state
 

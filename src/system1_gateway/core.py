@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from . import audit, overrides, reports, structured, toggle
 from .calibration import Calibration
 from .chain import NO_USAGE, Chain, Rungs, cooling, ms
-from .config import Config, load_config
+from .config.settings import Config, load_config
 from .errors import INTERNAL_ERROR, ConfigError, GatewayError, InvalidRequest
 from .logs import LOGGER, request_id_var
 from .model import (

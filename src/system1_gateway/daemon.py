@@ -454,7 +454,7 @@ def restart() -> dict[str, Any]:
 
 def autostart_enabled(environ: dict[str, str] | None = None) -> bool:
     """`[serve] autostart`, as every fast path reads it (config_tables.autostart)."""
-    from . import config_file, config_tables
+    from .config import file as config_file, tables as config_tables
 
     try:
         data = config_file.load() or {}
@@ -561,7 +561,7 @@ def port_free(host: str, port: int) -> bool:
 def _serve_settings() -> tuple[str, int, float]:
     """host, port, idle_exit_min from the config; a broken config serves on the defaults
     (the gateway then answers config_error, exactly as in-process)."""
-    from .config import ServeSettings, load_config
+    from .config.settings import ServeSettings, load_config
     from .errors import ConfigError
 
     try:

@@ -14,7 +14,7 @@ from typing import Any
 from . import __codename__, __version__, builtins, providers, toggle
 from .chain import Rungs, ms
 from .chain import cooling as cooling_rungs
-from .config import Config
+from .config.settings import Config
 from .errors import ConfigError, GatewayError
 from .logs import LOGGER
 from .model import SCHEMA_VERSION

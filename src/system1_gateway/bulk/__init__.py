@@ -64,7 +64,7 @@ def run(source: str | Path, target: str | Path, *, provider: str | None = None, 
         progress: Callable[[int, int], None] | None = None) -> Summary:
     """Judge every row of `source` into `target` (resuming it). `runner`: "auto" (Ray when
     installed), "ray" or "pool". Raises ConfigError for a broken config, OSError for files."""
-    from ..config import load_config
+    from ..config.settings import load_config
 
     source, target = Path(source), Path(target)
     if target.exists() and source.resolve() == target.resolve():

@@ -12,11 +12,12 @@ import json
 import os
 import sys
 import time
-TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from .. import bounded_json, client, config_tables, toggle
+from .. import bounded_json, client, toggle
+from ..config import tables as config_tables
 from ..routing import FEATURES as ROUTING_FEATURES
 from ..routing import log as routing_log
 

@@ -39,13 +39,14 @@ import os
 import re
 import sys
 import time
-TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any
 
 from . import common
 from .common import NoAnswer, Run
-from .. import config_tables, paths
+from .. import paths
+from ..config import tables as config_tables
 
 
 AUTO = "auto"  # Claude Code's permission mode with its own classifier

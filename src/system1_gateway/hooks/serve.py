@@ -51,11 +51,12 @@ import os
 import sys
 import threading
 import time
-TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
-from .. import __version__, bounded_json, config_tables
+from .. import __version__, bounded_json
+from ..config import tables as config_tables
 from . import agent, channel, common, guard, route
 
 SERVER_NAME = "system1-hooks"

@@ -8,7 +8,7 @@ from typing import Any
 from mcp.server.transport_security import TransportSecuritySettings
 
 from ..core import Gateway
-from ..metrics import face_var
+from .prometheus import face_var
 
 
 class McpFace:

@@ -23,7 +23,7 @@ from ..errors import (
     ALL_COOLING, CONFIG_ERROR, DEADLINE_EXCEEDED, INTERNAL_ERROR, INVALID_REQUEST, MALFORMED_RESPONSE,
     PROVIDER_ERROR, PROVIDER_TIMEOUT, InvalidRequest,
 )
-from ..metrics import CONTENT_TYPE
+from .prometheus import CONTENT_TYPE
 from ..model import DecideRequest, JudgeRequest
 from ..results import DecideResponse, HealthResult, JudgeResult, StatusResult
 from .security import AUTHENTICATED, HttpError

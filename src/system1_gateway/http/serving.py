@@ -16,7 +16,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from ..addresses import http_url, is_loopback
-from ..config import Config, load_config
+from ..config.settings import Config, load_config
 from ..core import Gateway
 from ..errors import ConfigError
 from ..logs import LOGGER, configure

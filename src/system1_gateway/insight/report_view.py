@@ -225,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
     join_log(facts, log)
     report = summarize(facts, prices)
     report["approvals"] = approvals(log, since)
-    from .. import config_tables
+    from ..config import tables as config_tables
     from ..routing import gate
 
     routing = config_tables.load()[0]["routing"]

@@ -103,7 +103,7 @@ def ask_all(items: list[dict[str, Any]], providers: list[str], cache: Cache, thr
             console: Any) -> tuple[list[dict[str, Any]], int]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from ..config import load_config
+    from ..config.settings import load_config
     from .. import answerer
     from ..model import answer_labels, parse_judge
 

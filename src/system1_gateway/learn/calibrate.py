@@ -77,7 +77,7 @@ def raw_answers(rows: list[tuple[Any, dict[str, Any], str, str]], provider: str 
                 console: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """The engine's raw (uncalibrated) answer to each row: one request per distinct state.
     Returns one record per answered row and the errors."""
-    from ..config import load_config
+    from ..config.settings import load_config
     from .. import answerer
     from ..model import parse_judge
 
@@ -296,7 +296,7 @@ def _load_proposals(path: str, items: list[Item]) -> list[Item]:
 
 
 def _propose_with(rung: str, items: list[Item], console: Any) -> None:
-    from ..config import load_config
+    from ..config.settings import load_config
     from .. import answerer
 
     with answerer.gateway(load_config(), record=False) as gw, _progress(console, len(items), f"proposals from {rung}") as advance:
@@ -314,7 +314,7 @@ def _propose_with(rung: str, items: list[Item], console: Any) -> None:
 
 
 def _run(args: argparse.Namespace, console: Any) -> int:
-    from ..config import load_config
+    from ..config.settings import load_config
 
     if not 0.5 <= args.target_accuracy < 1:
         raise Refused(f"--target-accuracy: expected a number in [0.5, 1), got {args.target_accuracy}")

@@ -92,7 +92,7 @@ class _Asker:
     """The engine, in this process, answering the four features of one text."""
 
     def __init__(self, provider: str | None):
-        from ..config import load_config
+        from ..config.settings import load_config
         from .. import answerer
 
         self.config = load_config()
@@ -164,10 +164,10 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
             raise Refused(f"--{flag.replace('_', '-')}: expected a share in [0, 1], got {getattr(args, flag)}")
     if args.min_failures < 0:
         raise Refused(f"--min-failures: expected a count ≥ 0, got {args.min_failures}")
-    from .. import config_tables
+    from ..config import tables as config_tables
 
     routing_bar = config_tables.load()[0]["routing"]["min_confidence"]
-    from ..config import load_config
+    from ..config.settings import load_config
     from .. import answerer
 
     with answerer.gateway(load_config(), record=False) as check:

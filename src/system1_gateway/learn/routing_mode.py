@@ -40,7 +40,7 @@ def emit(obj: dict[str, Any], pretty: bool) -> None:
 
 
 def _state(path: str) -> dict[str, Any]:
-    from .. import config_tables
+    from ..config import tables as config_tables
     from ..routing import gate
 
     settings, problem = config_tables.load()
@@ -52,7 +52,7 @@ def _state(path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config_edit import write_routing_mode
+    from ..config.edit import write_routing_mode
     from ..errors import ConfigError, GatewayError
     from ..paths import config_path
     from ..routing import gate

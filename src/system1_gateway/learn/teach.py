@@ -80,7 +80,7 @@ def head_name(group: Group) -> str:
 def zero_shot(groups: list[Group], progress: Any = None) -> dict[str, np.ndarray]:
     """The embedded engine's answers with heads switched off, per group (None when it
     cannot answer, e.g. undescribed options without the accurate tier)."""
-    from ..config import Config, GatewaySettings, load_config
+    from ..config.settings import Config, GatewaySettings, load_config
     from ..core import Gateway
     from ..errors import ConfigError
     from ..providers.embedded import EmbeddedProvider, EmbeddedSettings
@@ -195,8 +195,10 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
             head.save(target)
             entry["head"] = str(target)
         summary["questions"].append(entry)
-    worse = any(q["error"] for q in summary["questions"])
-    return summary, 2 if rejected or refused or worse else 0
+    kept = any(q["error"] for q in summary["questions"])
+    # 2 is for rejected input only (docs/cli.md); 3 is a verdict, as evaluate's not-READY: every
+    # line was valid, but a question kept today's answerer (more labels, or --force)
+    return summary, 2 if rejected or refused else 3 if kept else 0
 
 
 def _llm_installed() -> bool:

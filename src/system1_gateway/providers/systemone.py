@@ -29,7 +29,7 @@ from pydantic import Field, field_validator
 
 from .. import bounded_json
 from ..addresses import is_loopback
-from ..config import CREDENTIAL_KEYS as SECRET_KEYS
+from ..config.settings import CREDENTIAL_KEYS as SECRET_KEYS
 from ..errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from .base import MAX_RESPONSE_BYTES, BaseProvider, Health, Limits, Reply, Settings, endpoint_id, parse_settings

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 
-from . import bounded_json
-from .paths import LocationError, config_path, sha256, state_file, write_atomic  # the builtin sha256: no OpenSSL import
+from .. import bounded_json
+from ..paths import LocationError, config_path, sha256, state_file, write_atomic  # the builtin sha256: no OpenSSL import
 
-TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only
+TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any
 

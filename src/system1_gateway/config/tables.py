@@ -12,11 +12,11 @@ says why (at length once per session). SessionStart tells the user once per sess
 from __future__ import annotations
 
 import os
-TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
+TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any
 
-from .paths import config_path
+from ..paths import config_path
 
 # The defaults, and the type of each key. Everything is off until the user turns it on.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -152,7 +152,7 @@ def broken_guard() -> str | None:
     broken config must not switch a guard the user turned on off. A file that is not TOML is read
     as text: "ask" when a line names the guard table (a syntax error elsewhere says nothing about
     it); one that cannot be read at all, or a relative SYSTEM1_CONFIG: "ask", as nothing says it is off."""
-    from . import config_file
+    from . import file as config_file
 
     try:
         data = config_file.load() or {}
@@ -173,7 +173,7 @@ def broken_guard() -> str | None:
 
 def load() -> tuple[dict[str, dict[str, Any]], str | None]:
     """(settings, problem): the defaults and a message when the file is unreadable or invalid."""
-    from . import config_file
+    from . import file as config_file
 
     try:
         data = config_file.load() or {}

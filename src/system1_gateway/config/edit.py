@@ -15,11 +15,11 @@ from typing import Callable
 
 import tomlkit
 
-from . import consent
-from .config import parse_config_text
-from .errors import ConfigError
-from .paths import config_path, write_atomic
-from .providers import KINDS
+from .. import consent
+from .settings import parse_config_text
+from ..errors import ConfigError
+from ..paths import config_path, write_atomic
+from ..providers import KINDS
 
 BILLED_KINDS = consent.BILLED_KINDS
 
@@ -117,7 +117,7 @@ def _replace(path: Path, text: str) -> None:
 def write_routing_mode(mode: str, path: Path | None = None) -> Path:
     """Set `[routing] mode` (and `enabled = true` for "hint" and "set"; the older `hint` key is
     removed: the mode says it). Comments and every other key are kept; the result must load."""
-    from .config_tables import ROUTING_MODES
+    from .tables import ROUTING_MODES
 
     if mode not in ROUTING_MODES:
         raise ConfigError(f"routing: expected one of {', '.join(ROUTING_MODES)}, got {mode!r}")

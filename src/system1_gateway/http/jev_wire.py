@@ -29,13 +29,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from . import bounded_json
-from .errors import (
+from .. import bounded_json
+from ..errors import (
     ALL_COOLING, CONFIG_ERROR, DEADLINE_EXCEEDED, INTERNAL_ERROR, INVALID_REQUEST,
     MALFORMED_RESPONSE, PROVIDER_ERROR, PROVIDER_TIMEOUT,
 )
-from .logs import LOGGER
-from .model import JudgeRequest
+from ..logs import LOGGER
+from ..model import JudgeRequest
 
 __all__ = ["router", "WireError", "read_body", "to_judge", "to_jev", "failure_status", "models_list",
            "choice_confidence", "score_confidence", "WATERFALL_MODELS"]

@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import ConfigError
-from . import config_tables as hook_settings
-from .model import describe_validation_error
-from .paths import LocationError, config_path
+from ..errors import ConfigError
+from . import tables as hook_settings
+from ..model import describe_validation_error
+from ..paths import LocationError, config_path
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -242,7 +242,7 @@ def _table(model: type[BaseModel], table: str, raw: Any, env: dict[str, str], te
 
 
 def _check_chain(config: Config, path: Path) -> None:
-    from .providers import KINDS
+    from ..providers import KINDS
 
     chain = config.chain
     seen = set()
