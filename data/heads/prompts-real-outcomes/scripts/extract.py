@@ -231,6 +231,7 @@ def aider_turns(text: str) -> list[dict]:
     lines = text.split("\n")
     i = 0
     cur: dict | None = None
+    last = ""
     while i < len(lines):
         line = lines[i]
         if line.startswith("#### ") or line == "####":
@@ -238,6 +239,8 @@ def aider_turns(text: str) -> list[dict]:
             while i < len(lines) and (lines[i].startswith("#### ") or lines[i] == "####"):
                 block.append(lines[i][5:].rstrip())
                 i += 1
+            if last.startswith("> Edit the files?") and not re.search(r":\s*n\w*$", last, re.I):
+                continue  # architect mode: the architect's answer handed to the editor, not the user's words
             prompt = "\n".join(block).strip()
             mode = "ask" if fmt == "ask" else "code"
             cm = re.match(r"^/(\w[\w-]*)\s*(.*)$", prompt, re.S)
@@ -257,6 +260,8 @@ def aider_turns(text: str) -> list[dict]:
             cur = {"text": prompt, "events": [], "modes": {mode}, "agent_seen": False, "agent_text": ""}
             turns.append(cur)
             continue
+        if line.strip():
+            last = line.strip()
         m = AIDER_MODEL.match(line)
         if m:
             fmt = m.group(1)
@@ -364,6 +369,7 @@ def outcome(turn: dict) -> bool | None:
 
 def clean(text: str) -> str:
     text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
+    text = re.sub(r"(?m)^\s*\[Image(?: #\d+)?(?::[^\]\n]*)?\]\s*$", "", text)  # pasted-image placeholders
     return text.strip()
 
 
