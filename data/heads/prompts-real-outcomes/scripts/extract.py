@@ -197,6 +197,8 @@ def spec_turns(text: str) -> list[dict]:
         body = text[h.end():heads[i + 1].start() if i + 1 < len(heads) else len(text)]
         if h.group(1) == "User":
             body = re.sub(r"\n-{3,}\s*$", "", body.strip()).strip()
+            if turns and body.startswith("[Request interrupted"):
+                turns[-1]["interrupted"] = True
             turns.append({"text": body, "events": [], "modes": set(), "agent_seen": False, "agent_text": ""})
             continue
         if not turns:
@@ -281,8 +283,11 @@ def aider_turns(text: str) -> list[dict]:
                 cur["agent_seen"] = True
             elif s.startswith("> Running "):
                 cur["events"].append(("aider-shell", shell_outcome(s[len("> Running "):])))
-            elif s.startswith("> Did not apply edit") or s.startswith("> The LLM did not conform"):
-                cur["events"].append(("aider-edit", "state"))  # it tried to edit
+            elif s.startswith("> Did not apply edit") or s.startswith("> The LLM did not conform") \
+                    or s.startswith("<<<<<<< ORIGINAL") or s.startswith("```diff"):
+                cur["events"].append(("aider-edit", "state"))  # it tried to edit (an edit block aider did not apply)
+            elif s.startswith("> ^C") or "KeyboardInterrupt" in s:
+                cur["interrupted"] = True
         i += 1
     return turns
 
@@ -311,6 +316,8 @@ def jsonl_turns(text: str) -> list[dict]:
         msg = d.get("message") or {}
         if d.get("type") == "user":
             t = _text_of(msg.get("content"))
+            if t is not None and turns and t.startswith("[Request interrupted"):
+                turns[-1]["interrupted"] = True
             if t is not None:
                 turns.append({"text": t.strip(), "events": [], "modes": set(), "agent_seen": False, "agent_text": ""})
         elif d.get("type") == "assistant" and turns:
@@ -339,7 +346,8 @@ def turns_of(path: str, text: str) -> list[dict]:
 
 HARNESS = re.compile(r"^\s*(<command-name>|<command-message>|<local-command|Caveat: |\[Request interrupted|<system-reminder>"
                      r"|This session is being continued from a previous conversation|<user-prompt-submit-hook>"
-                     r"|<bash-input>|<bash-stdout>|<task-notification>|<system_notification>|<system-notification>|Base directory for this skill)", re.I)
+                     r"|<bash-input>|<bash-stdout>|<task-notification>|<system_notification>|<system-notification>|Base directory for this skill"
+                     r"|I added these files to the chat:|\[Terminal [0-9a-f-]+ notification)", re.I)
 CONFIRM = re.compile(r"^\W*(y|yes|yeah|yep|ok|okay|sure|go|go ahead|do it|proceed|continue|go on|please|please do|"
                      r"yes please|yes,? do it|yes,? go ahead|yes,? proceed|ok,? do it|ok,? go ahead|ok,? proceed|"
                      r"ok,? continue|sounds good|lgtm|approved|implement it|make it so|let'?s do it|keep going|"
@@ -358,8 +366,8 @@ def outcome(turn: dict) -> bool | None:
     kinds = {k for _, k in turn["events"]}
     if "state" in kinds:
         return False
-    if NEEDS_FILES.search(turn["agent_text"]):
-        return None
+    if NEEDS_FILES.search(turn["agent_text"]) or turn.get("interrupted"):
+        return None  # the agent could not act (files missing) or was stopped: no outcome
     if turn["modes"] & NO_EDIT_MODES:
         return None  # a mode that cannot edit: the outcome says nothing of the request
     if "unknown" in kinds:
