@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html
 import json
 import random
 import re
@@ -117,6 +118,9 @@ STATE_RUN = re.compile(
 )
 SAFE_NET = re.compile(r"^(?:curl|wget|http|ping|dig|nslookup|httpie)\b")
 NET_WRITES = re.compile(r"\s(?:-o|-O|--output|-X\s*(?:POST|PUT|PATCH|DELETE)|--request\s+(?:POST|PUT|PATCH|DELETE)|-d|--data\S*|-F|--form|-T|--upload-file)\b")
+LOCAL = re.compile(r"(?:https?://)?(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])[:/\s]")
+NET_READ = re.compile(r"^(?:(?:npm|pnpm|yarn)\s+(?:view|info|search|show|whoami)|git\s+(?:fetch|ls-remote)"
+                      r"|gh\s+(?:pr|issue|run|repo|release)\s+(?:view|list|diff|checks|status)|gh\s+api\s+(?!.*-X\s*(?:POST|PUT|PATCH|DELETE)))\b")
 BENIGN_OTHER = {"export", "set", "unset", "source", ".", "alias", "kill", "pkill", "killall", "local", "declare",
                 "for", "do", "done", "if", "then", "else", "elif", "fi", "while", "case", "esac", "function",
                 "return", "trap", "read", "shift", "eval", "exit", "true", "false", "cd", "{", "}", "[[", "]]", "echo"}
@@ -147,7 +151,10 @@ def shell_outcome(cmd: str) -> str:
         if k in ("write", "destructive"):
             return "state"
         if k == "network":
-            if SAFE_NET.match(text) and not NET_WRITES.search(" " + text):
+            plain = re.sub(r"\s-o\s+/dev/null\b", " ", text)
+            if SAFE_NET.match(text) and (LOCAL.search(text) or not NET_WRITES.search(" " + plain)):
+                continue  # a look at a URL, or a request to the local dev server (a test)
+            if NET_READ.match(text):
                 continue
             return "state"
         if k in ("read", "run"):
@@ -178,6 +185,28 @@ SPEC_HEAD = re.compile(r"^_\*\*(User|Assistant|Agent|Cursor|Copilot|Claude|Gemin
 TOOL_USE = re.compile(r'<tool-use data-tool-type="([^"]*)" data-tool-name="([^"]*)">(.*?)</tool-use>', re.S)
 OLD_TOOL = re.compile(r"Tool use: \*\*([^*\n]+)\*\*")
 FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n(.*?)^\1[ \t]*$", re.S | re.M)
+
+
+PARAM_CMD = re.compile(r'"(?:commandLine"\s*:\s*\{\s*"original|command)"\s*:\s*("(?:[^"\\]|\\.)*")')
+SUMMARY_CMD = re.compile(r"<summary>Tool use: \*\*[^*]+\*\*\s*(`+)(.+?)\1\s*</summary>", re.S)
+
+
+def shell_command(name: str, body: str) -> str | None:
+    """The command of a shell tool-use block: the inline code of its summary (Codex `exec_command`:
+    `Tool use: **exec_command** `cmd``), else the sibling parser's reading; never the output block."""
+    m = SUMMARY_CMD.search(body)
+    if m:
+        return html.unescape(m.group(2)).strip()
+    m = PARAM_CMD.search(body)  # Copilot's Parameters JSON: "commandLine": {"original": "..."} or "command": "..."
+    if m:
+        try:
+            return html.unescape(json.loads(m.group(1))).strip()
+        except ValueError:
+            pass
+    cmd = _from_tool_use(name, body)
+    if cmd is None or re.match(r"\s*(Chunk ID:|Wall time:|Exit code:|Output:)", cmd):
+        return None
+    return cmd
 
 
 def _old_command(rest: str) -> str | None:
@@ -213,7 +242,7 @@ def spec_turns(text: str) -> list[dict]:
         uses = TOOL_USE.findall(body)
         if uses:
             for _kind, name, tbody in uses:
-                cmd = _from_tool_use(name, tbody) if name.lower() in SHELL_TOOLS else None
+                cmd = shell_command(name, tbody) if name.lower() in SHELL_TOOLS else None
                 t["events"].append((name, tool_outcome(name, cmd)))
         else:
             for m2 in OLD_TOOL.finditer(body):
