@@ -376,7 +376,7 @@ def turns_of(path: str, text: str) -> list[dict]:
 HARNESS = re.compile(r"^\s*(<command-name>|<command-message>|<local-command|Caveat: |\[Request interrupted|<system-reminder>"
                      r"|This session is being continued from a previous conversation|<user-prompt-submit-hook>"
                      r"|<bash-input>|<bash-stdout>|<task-notification>|<system_notification>|<system-notification>|Base directory for this skill"
-                     r"|I added these files to the chat:|\[Terminal [0-9a-f-]+ notification)", re.I)
+                     r"|I added these files to the chat:|\[Terminal [0-9a-f-]+ notification|# \d+ SEARCH/REPLACE blocks? failed to match)", re.I)
 CONFIRM = re.compile(r"^\W*(y|yes|yeah|yep|ok|okay|sure|go|go ahead|do it|proceed|continue|go on|please|please do|"
                      r"yes please|yes,? do it|yes,? go ahead|yes,? proceed|ok,? do it|ok,? go ahead|ok,? proceed|"
                      r"ok,? continue|sounds good|lgtm|approved|implement it|make it so|let'?s do it|keep going|"
