@@ -101,6 +101,8 @@ def load(task: str, holdout: float = 0.0, real: bool = True,
     sources = (SOURCES[task] if own_sources else []) + (real_sources() if real and task in ROUTING else [])
     for source in sources:
         for item in _rows(source):
+            if task not in item:  # a source may label only some questions (prompts-real-outcomes)
+                continue
             if "repo" in item and real_held_out(item["repo"]):
                 continue
             if held_out(item["state"], holdout):
@@ -135,7 +137,7 @@ def real_test(task: str) -> list[dict]:
     out, seen = [], set()
     for source in real_sources():
         for item in _rows(source):
-            if not real_held_out(item["repo"]) or norm(item["state"]) in known_norm | seen:
+            if task not in item or not real_held_out(item["repo"]) or norm(item["state"]) in known_norm | seen:
                 continue
             g = grams(item["state"])
             if any(len(g & k) / max(1, len(g | k)) >= 0.8 for k in known):
