@@ -94,9 +94,11 @@ def features_of(briefs: list[dict[str, Any]]) -> tuple[list[dict[str, tuple[bool
 
 
 def run(briefs: list[dict[str, Any]], features: list[dict[str, tuple[bool, float]] | None],
-        threshold: float, parent: str, rule_path: str, only: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-    """Each brief's outcome under the hook's decision at `threshold` (every feature's bar; with
-    `only`, the features outside it get a bar of 0: the alternative "only these must be sure")."""
+        threshold: float, parent: str, rule_path: str, only: tuple[str, ...] | None = None,
+        tiers: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """Each brief's outcome under the hook's decision at `threshold` (every feature's bar).
+    Alternatives: `only`, the features that must clear the bar (the others get a bar of 0);
+    `tiers`, the tiers the hook may set (a rule that returns the parent's tier otherwise)."""
     from system1_gateway.hooks.agent import decision, family
     from system1_gateway.routing import TIERS
     from system1_gateway.routing.rule import RuleError, decide
@@ -110,6 +112,8 @@ def run(briefs: list[dict[str, Any]], features: list[dict[str, tuple[bool, float
                 choice = decide({n: yes for n, (yes, _) in f.items()}, rule_path)
             except RuleError:
                 choice = None
+            if choice is not None and tiers is not None and choice["model"] not in tiers:
+                choice = {**choice, "model": family(b["model"]) or parent}  # the rule keeps what runs
         bars = {n: (threshold if only is None or n in only else 0.0) for n in (f or {})}
         explicit = b["model"] or (f"the {b['subagent_type']} agent's own definition" if ":" in b["subagent_type"]
                                   else None)
@@ -118,17 +122,23 @@ def run(briefs: list[dict[str, Any]], features: list[dict[str, tuple[bool, float
         tier = choice["model"] if why is None and choice else None
         runs = family(b["model"]) or parent
         rows.append({"why": why or "set", "tier": tier, "cheaper": tier is not None and rank[tier] < rank[runs],
+                     "as_read_only": tier is not None and f is not None and f["read_only"][0],
                      "below": sorted(unsure), "edits": b["needed_edits"]})
     return rows
 
 
 def shares(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """read_set_cheaper: read-only briefs set to a cheaper tier; edit_set_cheaper: editing
+    briefs set to a cheaper tier (the issue's "wrongly set"); edit_set_as_read_only: of those,
+    the ones set because they were read as read-only (the narrower error); edit_set: any set."""
     read = [r for r in rows if not r["edits"]]
     edit = [r for r in rows if r["edits"]]
-    return {"read_only": len(read), "editing": len(edit),
-            "read_set_cheaper": sum(r["cheaper"] for r in read) / len(read) if read else None,
-            "edit_set": sum(r["why"] == "set" for r in edit) / len(edit) if edit else None,
-            "edit_set_cheaper": sum(r["cheaper"] for r in edit) / len(edit) if edit else None}
+
+    def share(part: list[dict[str, Any]], key: str) -> float | None:
+        return sum(bool(r[key]) for r in part) / len(part) if part else None
+    return {"read_only": len(read), "editing": len(edit), "read_set_cheaper": share(read, "cheaper"),
+            "edit_set_cheaper": share(edit, "cheaper"), "edit_set_as_read_only": share(edit, "as_read_only"),
+            "edit_set": sum(r["why"] == "set" for r in edit) / len(edit) if edit else None}
 
 
 def pct(x: float | None) -> str:
@@ -160,11 +170,14 @@ def main() -> int:
     at_default = run(briefs, features, default, a.parent, a.rule)
     sweep = {t: shares(run(briefs, features, t, a.parent, a.rule)) for t in sorted({*SWEEP, default})}
     fine = [round(0.30 + i * 0.01, 2) for i in range(66)]
-    by_fine = {t: shares(run(briefs, features, t, a.parent, a.rule)) for t in fine}
-    alternatives = {f"only {name} must clear the bar": {t: shares(run(briefs, features, t, a.parent, a.rule, (name,)))
-                                                        for t in fine} for name in ("read_only",)}
-    alternatives["read_only and specified must clear the bar"] = {
-        t: shares(run(briefs, features, t, a.parent, a.rule, ("read_only", "specified"))) for t in fine}
+    alternatives: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]] = {
+        "one bar for every feature (the hook today)": (None, None),
+        "only read_only must clear the bar": (("read_only",), None),
+        "set only the read-only tier (haiku)": (None, ("haiku",)),
+        "only read_only must clear the bar, set only haiku": (("read_only",), ("haiku",)),
+    }
+    tables = {name: {t: shares(run(briefs, features, t, a.parent, a.rule, only, tiers)) for t in fine}
+              for name, (only, tiers) in alternatives.items()}
 
     def counts(rows: list[dict[str, Any]], edits: bool) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -194,7 +207,7 @@ def main() -> int:
         if not good:
             return None
         t, s = max(good, key=lambda ts: ts[0])
-        return {"threshold": t, "read_set_cheaper": s["read_set_cheaper"], "edit_set": s["edit_set"]}
+        return {"threshold": t, **s}
 
     headline = shares(at_default)
     report = {"data": str(a.data), "briefs": len(briefs), "skipped": len(skipped), "parent": a.parent,
@@ -205,36 +218,39 @@ def main() -> int:
               "median_features": medians, "median_ms_per_brief": round(statistics.median(took), 2),
               "no_answer": sum(f is None for f in features),
               "targets": {"read_set_cheaper": TARGET_READ, "edit_set": TARGET_EDIT},
-              "met": (headline["read_set_cheaper"] or 0) >= TARGET_READ and (headline["edit_set"] or 0) <= TARGET_EDIT,
-              "to_reach": {"threshold": reach(by_fine), **{name: reach(t) for name, t in alternatives.items()}}}
+              "met": (headline["read_set_cheaper"] or 0) >= TARGET_READ
+              and (headline["edit_set_cheaper"] or 0) <= TARGET_EDIT,
+              "to_reach": {name: reach(table) for name, table in tables.items()}}
     if a.json:
         print(json.dumps(report))
         return 0
     print(f"{len(briefs)} briefs from {a.data} ({headline['read_only']} read-only, {headline['editing']} editing; "
           f"{len(skipped)} lines skipped); spawning loop {a.parent}; rule {Path(a.rule).name}; READY assumed")
-    print(f"\nat the shipped default threshold {default:.2f}: read-only set to a cheaper tier "
-          f"{pct(headline['read_set_cheaper'])} (target >= {TARGET_READ:.0%}), editing set "
-          f"{pct(headline['edit_set'])} (target <= {TARGET_EDIT:.0%})" + ("  MET" if report["met"] else "  NOT MET"))
+    print(f"\nat the shipped default threshold {default:.2f}: read-only briefs set to a cheaper tier "
+          f"{pct(headline['read_set_cheaper'])} (target >= {TARGET_READ:.0%}); editing briefs set to a cheaper tier "
+          f"{pct(headline['edit_set_cheaper'])} (target <= {TARGET_EDIT:.0%}), of which read as read-only "
+          f"{pct(headline['edit_set_as_read_only'])}" + ("  MET" if report["met"] else "  NOT MET"))
     for label in ("read_only", "editing"):
         print(f"  {label}: outcomes {report['why_not_set'][label]}; below the bar {report['below_by_feature'][label]}")
-    print("\n| threshold | read-only set cheaper | editing set | editing set cheaper |\n|---|---|---|---|")
+    print("\n| threshold | read-only set cheaper | editing set cheaper | editing set as read-only |\n|---|---|---|---|")
     for t, s in sweep.items():
-        print(f"| {t:.2f}{' (default)' if t == default else ''} | {pct(s['read_set_cheaper'])} | {pct(s['edit_set'])} "
-              f"| {pct(s['edit_set_cheaper'])} |")
+        print(f"| {t:.2f}{' (default)' if t == default else ''} | {pct(s['read_set_cheaper'])} "
+              f"| {pct(s['edit_set_cheaper'])} | {pct(s['edit_set_as_read_only'])} |")
     print("\nmedian confidence (share answered yes) per feature:")
     for label, per in medians.items():
         print(f"  {label}: " + ", ".join(f"{n} {v['confidence']:.2f} ({v['yes']:.0%})" for n, v in per.items()))
     print(f"median engine time per brief: {report['median_ms_per_brief']:.1f} ms in process "
           f"({report['no_answer']} without an answer)")
     if not report["met"]:
-        print(f"\nto reach >= {TARGET_READ:.0%} of read-only briefs set:")
+        print(f"\nto reach >= {TARGET_READ:.0%} of read-only briefs set (the highest threshold from 0.30 to 0.95 "
+              "that does), and its cost:")
         for name, found in report["to_reach"].items():
-            what = "one bar for every feature" if name == "threshold" else name
             if found is None:
-                print(f"  {what}: no threshold from 0.30 to 0.95 reaches it")
+                print(f"  {name}: no threshold reaches it")
             else:
-                print(f"  {what}: threshold {found['threshold']:.2f} sets {pct(found['read_set_cheaper'])} of "
-                      f"read-only briefs and wrongly {pct(found['edit_set'])} of editing briefs")
+                print(f"  {name}: threshold {found['threshold']:.2f} sets {pct(found['read_set_cheaper'])} of "
+                      f"read-only briefs; editing briefs set cheaper {pct(found['edit_set_cheaper'])}, "
+                      f"read as read-only {pct(found['edit_set_as_read_only'])}")
     return 0
 
 
