@@ -128,7 +128,9 @@ def run(briefs: list[dict[str, Any]], features: list[dict[str, tuple[bool, float
 
 
 def shares(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """read_set_cheaper: read-only briefs set to a cheaper tier; edit_set_cheaper: editing
+    """read_set_cheaper: read-only briefs set to a cheaper tier (read_set_as_read_only: set
+    because they were read as read-only, the rule's haiku; the rest were read as a clear change,
+    sonnet); edit_set_cheaper: editing
     briefs set to a cheaper tier (the issue's "wrongly set"); edit_set_as_read_only: of those,
     the ones set because they were read as read-only (the narrower error); edit_set: any set."""
     read = [r for r in rows if not r["edits"]]
@@ -137,6 +139,7 @@ def shares(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def share(part: list[dict[str, Any]], key: str) -> float | None:
         return sum(bool(r[key]) for r in part) / len(part) if part else None
     return {"read_only": len(read), "editing": len(edit), "read_set_cheaper": share(read, "cheaper"),
+            "read_set_as_read_only": share(read, "as_read_only"),
             "edit_set_cheaper": share(edit, "cheaper"), "edit_set_as_read_only": share(edit, "as_read_only"),
             "edit_set": sum(r["why"] == "set" for r in edit) / len(edit) if edit else None}
 
@@ -232,10 +235,11 @@ def main() -> int:
           f"{pct(headline['edit_set_as_read_only'])}" + ("  MET" if report["met"] else "  NOT MET"))
     for label in ("read_only", "editing"):
         print(f"  {label}: outcomes {report['why_not_set'][label]}; below the bar {report['below_by_feature'][label]}")
-    print("\n| threshold | read-only set cheaper | editing set cheaper | editing set as read-only |\n|---|---|---|---|")
+    print("\n| threshold | read-only set cheaper | set as read-only (haiku) | editing set cheaper "
+          "| editing set as read-only |\n|---|---|---|---|---|")
     for t, s in sweep.items():
         print(f"| {t:.2f}{' (default)' if t == default else ''} | {pct(s['read_set_cheaper'])} "
-              f"| {pct(s['edit_set_cheaper'])} | {pct(s['edit_set_as_read_only'])} |")
+              f"| {pct(s['read_set_as_read_only'])} | {pct(s['edit_set_cheaper'])} | {pct(s['edit_set_as_read_only'])} |")
     print("\nmedian confidence (share answered yes) per feature:")
     for label, per in medians.items():
         print(f"  {label}: " + ", ".join(f"{n} {v['confidence']:.2f} ({v['yes']:.0%})" for n, v in per.items()))
