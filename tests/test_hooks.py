@@ -1015,3 +1015,39 @@ def test_routing_set_turns_on_when_evaluate_says_ready(write_config, tmp_path):
                              "--min-failures", "1")
     assert code == 0, err
     assert out[0]["shown"].startswith("set (READY at ") and out[0]["verdict"]["evaluate"]["verdict"] == "READY"
+
+
+# -- benchmarks/set_mode_reach.py: the hook's own decision over labelled briefs ----------------
+
+@pytest.mark.models
+def test_set_mode_reach_runs_the_hooks_decision_over_labelled_briefs(tmp_path):
+    """The benchmark reads the collected briefs' fields (and the spellings it also accepts),
+    skips what it cannot label, and counts each brief as the hook decides it at the defaults."""
+    from conftest import ROOT
+
+    script = ROOT / "benchmarks" / "set_mode_reach.py"
+    data = tmp_path / "briefs.jsonl"
+    rows = [{"prompt": "Summarise how configuration is loaded in this repo: which files are read, in what order, "
+                       "with file paths and relevant lines. Do not modify anything.", "description": "d",
+             "subagent_type": "general-purpose", "model": None, "needed_edits": False, "repo": "r", "path": "p",
+             "commit": "c", "licence": "MIT"},
+            {"brief": "Find where the HTTP retry policy is configured in this repo and report the file paths and "
+                      "relevant lines. Do not modify anything.", "subagent_type": "Explore", "label": "read"},
+            {"prompt": "Look up the config", "subagent_type": "fork", "needed_edits": False},
+            {"prompt": "Add a --dry-run flag to the deploy command and a test for it.", "model": "sonnet",
+             "needed_edits": True},
+            {"prompt": "no label here"}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows) + "not json\n")
+    proc = subprocess.run([sys.executable, str(script), "--data", str(data), "--json"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert (report["briefs"], report["skipped"], report["default_threshold"]) == (4, 2, 0.8)
+    assert report["why_not_set"]["read_only"] == {"set": 1, "below_threshold": 1, "fork": 1}, report["why_not_set"]
+    assert sum(report["why_not_set"]["editing"].values()) == 1 and "set" not in report["why_not_set"]["editing"]
+    assert report["below_by_feature"]["read_only"] == {"read_only": 1}
+    assert report["at_default"]["read_set_cheaper"] == pytest.approx(1 / 3) and report["at_default"]["edit_set"] == 0
+    assert set(report["sweep"]) >= {"0.5", "0.8", "0.9"} and report["met"] is False
+    missing = subprocess.run([sys.executable, str(script), "--data", str(tmp_path / "none.jsonl")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "no data at" in missing.stderr and "--data" in missing.stderr
