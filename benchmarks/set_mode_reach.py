@@ -166,7 +166,8 @@ def main() -> int:
         return 2
     briefs, skipped = load(a.data)
     if not briefs:
-        print(f"set_mode_reach: no usable line in {a.data}: " + "; ".join(skipped[:5]), file=sys.stderr)
+        why = "; ".join(skipped[:5]) if skipped else "the file is empty"
+        print(f"set_mode_reach: no usable line in {a.data}: {why}", file=sys.stderr)
         return 2
     default = float(DEFAULTS["routing"]["min_confidence"])
     features, took = features_of(briefs)
