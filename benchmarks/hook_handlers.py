@@ -25,7 +25,9 @@ session fed prompts one at a time over `--input-format stream-json`, with the pl
              command that exits at once (what the earlier hooks/guard.sh did while the server
              ran; it ran the command guard only when no server did)
 
-and the floors of each handler type, hooks that do nothing (`--arms` to pick them):
+and the floors of each handler type, hooks that do nothing (`--arms` to pick them; `--arms travel`
+runs baseline, command_stub, mcp_stub and shipped, and prints what the shipped entries add over
+no plugin and over a do-nothing hook of their own type, measured in the same run):
 
   command_stub   `/bin/true` (exec form: Claude Code's spawn and pipes, no interpreter)
   http_stub      an `http` hook whose server answers `{}` at once
@@ -67,6 +69,10 @@ CONFIG = ('[providers.embedded]\ntier = "fast"\n[routing]\nenabled = true\nmode 
           'log_dirs = [{project}]\n[skills]\nenabled = false\n[guard]\nenabled = true\nmin_confidence = 0.7\n')
 HINT = "System-1 routing hint:"
 PLUGIN = "s1bench"
+# No plugin, a do-nothing hook of each type the shipped entries use, and the shipped entries.
+TRAVEL = ("baseline", "command_stub", "mcp_stub", "shipped")
+# The handler type of the shipped entries: route is an `mcp_tool` hook, the guard a command.
+SHIPPED_TYPE = {"prompt": "mcp_stub", "tool": "command_stub"}
 TOKEN_VAR = "SYSTEM1_BENCH_HOOK_TOKEN"
 FIELDS = ["hook_event_name", "session_id", "transcript_path", "cwd", "permission_mode", "prompt_id", "prompt",
           "source", "tool_name", "tool_input", "tool_use_id"]
@@ -261,7 +267,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--turns", type=int, default=5, help="measured prompts per session (after one warm-up)")
-    parser.add_argument("--arms", default="baseline,command,http,mcp_tool,shipped")
+    parser.add_argument("--arms", default="baseline,command,http,mcp_tool,shipped",
+                        help=f"comma-separated arms, or 'travel' for {','.join(TRAVEL)}: the figures that travel "
+                             "(what the shipped hooks add over a do-nothing hook of the same type, same run)")
     parser.add_argument("--mode", choices=("hint", "log"), default="hint",
                         help='[routing] mode: "hint" waits for the engine; "log" only records')
     parser.add_argument("--http-server", nargs=2, metavar=("PORT", "TOKEN"), help=argparse.SUPPRESS)
@@ -281,7 +289,7 @@ def main() -> int:
         return 0
     tools = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
     claude = str(tools / "cc" / "node_modules" / ".bin" / "claude")
-    arms = a.arms.split(",")
+    arms = list(TRAVEL) if a.arms == "travel" else a.arms.split(",")
     if ("shipped_before" in arms) != bool(a.before):
         raise SystemExit("the arm shipped_before and --before REV go together")
     with tempfile.TemporaryDirectory(prefix="hook-handlers-") as tmp:
@@ -348,6 +356,7 @@ def main() -> int:
         records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         hooked = sum(1 for arm in arms if arm not in ("baseline", "command_stub", "http_stub", "mcp_stub"))
     report(results, a, os.cpu_count() or 0)
+    travel(results)
     if a.debug_dir:
         hook_times(a.debug_dir, arms)
     print(f"\nrouting log: {sum(r.get('source') == 'prompt' for r in records)} prompt records for "
@@ -377,6 +386,39 @@ def report(results: dict[str, dict[str, list[float]]], a: argparse.Namespace, cp
             ratios.append(f"{p50 / b50:.2f}")
         row += [" / ".join(ratios), f"{sum(r['hinted']):.0f}/{len(r['hinted'])}"]
         print("| " + " | ".join(row) + " |")
+
+
+def travel(results: dict[str, dict[str, list[float]]]) -> None:
+    """The figures that travel: per prompt and per Bash call, no plugin, a do-nothing command
+    hook, a do-nothing `mcp_tool` hook and the shipped entries side by side (p50 / p95), and
+    what the shipped entries add over no plugin and over a do-nothing hook of their own type
+    (route: `mcp_tool`; guard: command), all from the same run."""
+    if not {"baseline", "shipped"} <= results.keys():
+        return
+    print("\nWhat the shipped hooks add, over no plugin and over a do-nothing hook of the same type, same run "
+          "(ms, p50 / p95)\n")
+    stubs = [arm for arm in ("command_stub", "mcp_stub") if results.get(arm, {}).get("prompt")]
+    print("| per | no plugin | " + " | ".join(f"{arm} (+ over none)" for arm in stubs)
+          + " | shipped (+ over none) | shipped − do-nothing of its type |")
+    print("|---|---|" + "---|" * len(stubs) + "---|---|")
+    for key, label in (("prompt", "prompt (UserPromptSubmit)"), ("tool", "Bash call (PreToolUse)")):
+        def at(arm: str) -> tuple[float, float]:
+            values = results[arm][key]
+            return statistics.median(values), pct(values, 0.95)
+        none = at("baseline")
+        cells = [label, f"{none[0]:.1f} / {none[1]:.1f}"]
+        for arm in stubs:
+            p50, p95 = at(arm)
+            cells.append(f"{p50:.1f} / {p95:.1f} ({p50 - none[0]:+.1f} / {p95 - none[1]:+.1f})")
+        ship = at("shipped")
+        cells.append(f"{ship[0]:.1f} / {ship[1]:.1f} ({ship[0] - none[0]:+.1f} / {ship[1] - none[1]:+.1f})")
+        same = SHIPPED_TYPE[key]
+        if same in stubs:
+            stub = at(same)
+            cells.append(f"{ship[0] - stub[0]:+.1f} / {ship[1] - stub[1]:+.1f} (vs {same})")
+        else:
+            cells.append(f"– (arm {same} not run)")
+        print("| " + " | ".join(cells) + " |")
 
 
 def hook_times(folder: Path, arms: list[str]) -> None:

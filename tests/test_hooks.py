@@ -834,6 +834,128 @@ def test_set_mode_without_an_engine_leaves_the_spawn_alone(write_config, tmp_pat
     assert log(tmp_path)[-1]["why_not_set"] == "no_answer"
 
 
+# -- every spawn counted by outcome, without the brief's text ----------------------------------
+
+SECRET_BRIEF = "Find where the zebra-quokka-7731 retry budget is configured and report the file paths"
+
+
+def written_files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()]
+
+
+def test_every_spawn_is_counted_by_outcome_without_the_briefs_text(write_config, tmp_path, start_daemon):
+    """Outside the log dirs (log_dirs = []), each outcome of mode "set" (and the spawns of
+    modes "hint" and "log") is recorded: outcome, reason, no brief, no description; the
+    files are the owner's only; status shows the last, report counts them."""
+    from conftest import run_cli
+    from system1_gateway.routing import spawns
+
+    def spawn(**tool_input):
+        payload = spawn_payload(tmp_path, **tool_input)
+        payload["tool_input"] = {**payload["tool_input"], "prompt": SECRET_BRIEF, "description": "zebra-quokka lookup"}
+        return payload
+
+    def run(payload, **routing):
+        config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set", log_dirs=[], budget_s=0.5, **routing))
+        return hook("agent", payload, "--explain")
+
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set", log_dirs=[]))
+    haiku_rule()
+    run(spawn())  # no verdict: not_ready
+    ready(tmp_path)
+    code, out, err = run(spawn())  # no daemon: no_answer
+    assert code == 0 and out is None and "no daemon is running" in err
+    start_daemon()
+    run(spawn(subagent_type="fork"))
+    run(spawn(model="sonnet"))
+    run(spawn(parent="claude-haiku-5-5"))
+    run(spawn(), min_confidence=0.95)
+    code, out, err = run(spawn())
+    assert out["hookSpecificOutput"]["updatedInput"]["model"] == "haiku", err
+    for mode in ("hint", "log"):
+        config(write_config, tmp_path, routing=routing_on(tmp_path, mode=mode, log_dirs=[]))
+        assert hook("agent", spawn())[1] is None
+    entries = log(tmp_path)
+    assert [spawns.outcome(e) for e in entries] == [
+        "not_ready", "no_answer", "fork", "explicit_model", "same_model", "below_threshold", "set", "mode_hint",
+        "mode_log"]
+    assert all(e["prompt"] is None and e["description"] is None and e["text_logged"] is False for e in entries)
+    assert entries[1]["error"] == "no daemon is running (start it"
+    assert spawns.below(entries[5]) == {name: (0.9, 0.95) for name in FEATURE_WORDS}
+    assert spawns.reason(entries[5]).startswith("read_only 0.90 < 0.95, ")
+    assert spawns.reason(entries[3]) == "chosen: sonnet" and spawns.reason(entries[4]) == "haiku runs anyway"
+    assert spawns.reason(entries[6]) == "haiku, effort low"
+    counts = spawns.counts()
+    assert counts["spawns"] == 9 and all(n == 1 for n in counts["by_outcome"].values())
+    assert counts["below_by_feature"] == {name: 1 for name in sorted(FEATURE_WORDS)}
+    # no file the hooks, the daemon or the rule wrote holds the brief (nor its description)
+    state = tmp_path / "state"
+    for path in written_files(state):
+        data = path.read_bytes()
+        assert b"zebra-quokka" not in data, path
+    logs = state / "logs"
+    assert oct(logs.stat().st_mode & 0o777) == "0o700"
+    assert oct((logs / "routing.jsonl").stat().st_mode & 0o777) == "0o600"
+    # status: the last one (time, outcome, reason); report: the counts per outcome
+    code, out, err = run_cli("status")
+    assert code == 0, err
+    last = out[0]["routing"]["last_spawn"]
+    assert last["outcome"] == "mode_log" and last["reason"] is None and last["at"].startswith("20")
+    projects = tmp_path / "projects"
+    projects.mkdir()
+    code, out, err = run_cli("report", "--projects", str(projects), "--json")
+    assert code == 0, err
+    assert out[0]["spawn_outcomes"]["spawns"] == 9 and out[0]["spawn_outcomes"]["by_outcome"]["set"] == 1
+    code, _, err = run_cli("report", "--projects", str(projects))
+    assert "spawns the Agent hook saw, by outcome" in err and "below_threshold 1" in err, err
+    for path in written_files(tmp_path):
+        if path.suffix in (".jsonl", ".json", ".db", ".sqlite", ".log") or "state" in path.parts:
+            assert b"zebra-quokka" not in path.read_bytes(), path
+    # the last set spawn, as status shows it
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set", log_dirs=[]))
+    hook("agent", spawn())
+    assert run_cli("status")[1][0]["routing"]["last_spawn"]["reason"] == "haiku, effort low"
+    # SessionStart's line stays one line with spawns counted
+    message = hook("session_start", {"source": "startup"})[1]["systemMessage"]
+    assert "\n" not in message and message.startswith("System-1: routing sets subagent models"), message
+
+
+def test_the_last_spawn_is_found_past_other_records_and_cut_lines(tmp_path):
+    from system1_gateway.routing import spawns
+
+    where = tmp_path / "routing.jsonl"
+    agent = {"ts": "2026-12-07T01:00:00Z", "source": "agent", "mode": "set", "why_not_set": "fork"}
+    compact = {"separators": (",", ":")}  # as the hooks write it
+    filler = json.dumps({"source": "prompt", "prompt": "x" * 1000}, **compact) + "\n"
+    where.write_text(json.dumps(agent, **compact) + "\n" + filler * 2000)  # ≈ 2 MB after it: several chunks back
+    assert spawns.last(where) == {"at": "2026-12-07T01:00:00Z", "outcome": "fork", "reason": None}
+    assert spawns.last(tmp_path / "missing.jsonl") is None and spawns.last(tmp_path) is None
+
+
+@pytest.mark.parametrize("damage", ["garbage", "directory"])
+def test_a_damaged_log_never_costs_the_spawn_its_model(write_config, tmp_path, start_daemon, damage):
+    from conftest import run_cli
+
+    config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set", log_dirs=[]))
+    start_daemon()
+    haiku_rule()
+    ready(tmp_path)
+    where = tmp_path / "state" / "logs" / "routing.jsonl"
+    where.parent.mkdir(parents=True, exist_ok=True)
+    if damage == "garbage":
+        where.write_bytes(b'\x00\xff{"source":"agent", not json\n[1,2]\n{"source":"agent","set_model":7}\n\xfe')
+    else:
+        where.mkdir()  # nothing can be appended
+    code, out, err = hook("agent", spawn_payload(tmp_path), "--explain")
+    assert code == 0 and out["hookSpecificOutput"]["updatedInput"]["model"] == "haiku", err
+    if damage == "directory":
+        assert "could not record the spawn" in err
+    code, out, err = run_cli("status")
+    assert code == 0, err
+    last = out[0]["routing"]["last_spawn"]
+    assert last is None if damage == "directory" else last["outcome"] == "set", last
+
+
 def test_session_start_says_when_routing_sets_models(write_config, tmp_path, start_daemon):
     config(write_config, tmp_path, routing=routing_on(tmp_path, mode="set"))
     start_daemon()
@@ -892,3 +1014,39 @@ def test_routing_set_turns_on_when_evaluate_says_ready(write_config, tmp_path):
                              "--min-failures", "1")
     assert code == 0, err
     assert out[0]["shown"].startswith("set (READY at ") and out[0]["verdict"]["evaluate"]["verdict"] == "READY"
+
+
+# -- benchmarks/set_mode_reach.py: the hook's own decision over labelled briefs ----------------
+
+@pytest.mark.models
+def test_set_mode_reach_runs_the_hooks_decision_over_labelled_briefs(tmp_path):
+    """The benchmark reads the collected briefs' fields (and the spellings it also accepts),
+    skips what it cannot label, and counts each brief as the hook decides it at the defaults."""
+    from conftest import ROOT
+
+    script = ROOT / "benchmarks" / "set_mode_reach.py"
+    data = tmp_path / "briefs.jsonl"
+    rows = [{"prompt": "Summarise how configuration is loaded in this repo: which files are read, in what order, "
+                       "with file paths and relevant lines. Do not modify anything.", "description": "d",
+             "subagent_type": "general-purpose", "model": None, "needed_edits": False, "repo": "r", "path": "p",
+             "commit": "c", "licence": "MIT"},
+            {"brief": "Find where the HTTP retry policy is configured in this repo and report the file paths and "
+                      "relevant lines. Do not modify anything.", "subagent_type": "Explore", "label": "read"},
+            {"prompt": "Look up the config", "subagent_type": "fork", "needed_edits": False},
+            {"prompt": "Add a --dry-run flag to the deploy command and a test for it.", "model": "sonnet",
+             "needed_edits": True},
+            {"prompt": "no label here"}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows) + "not json\n")
+    proc = subprocess.run([sys.executable, str(script), "--data", str(data), "--json"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert (report["briefs"], report["skipped"], report["default_threshold"]) == (4, 2, 0.8)
+    assert report["why_not_set"]["read_only"] == {"set": 1, "below_threshold": 1, "fork": 1}, report["why_not_set"]
+    assert sum(report["why_not_set"]["editing"].values()) == 1 and "set" not in report["why_not_set"]["editing"]
+    assert report["below_by_feature"]["read_only"] == {"read_only": 1}
+    assert report["at_default"]["read_set_cheaper"] == pytest.approx(1 / 3) and report["at_default"]["edit_set"] == 0
+    assert set(report["sweep"]) >= {"0.5", "0.8", "0.9"} and report["met"] is False
+    missing = subprocess.run([sys.executable, str(script), "--data", str(tmp_path / "none.jsonl")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "no data at" in missing.stderr and "--data" in missing.stderr

@@ -133,11 +133,13 @@ def status(config: Config, config_error: ConfigError | None, rungs: Rungs,
 
 
 def routing_mode(config: Config) -> dict[str, Any]:
-    """The hooks' routing mode as it acts now: "set" shows its READY (or forced) verdict."""
-    from .routing import gate
+    """The hooks' routing mode as it acts now: "set" shows its READY (or forced) verdict; and
+    what the Agent hook did with the last spawn it saw (time, outcome, reason; never the brief)."""
+    from .routing import gate, spawns
 
     routing = config.hooks["routing"]
     record = gate.read() if routing["mode"] == "set" else None
     return {"enabled": routing["enabled"], "mode": routing["mode"],
             "shown": gate.describe(routing["mode"], record) if routing["enabled"] else "off",
-            "verdict": record["verdict"] if record else None, "at": record["at"] if record else None}
+            "verdict": record["verdict"] if record else None, "at": record["at"] if record else None,
+            "last_spawn": spawns.last()}

@@ -22,7 +22,14 @@ recorded a READY (or forced) verdict (routing/gate.py), it sets the subagent's `
 No `permissionDecision` goes with it: Claude Code 2.1.332 applies `updatedInput` without one
 (measured with the real CLI, tests/test_claude_code.py), so the hook never approves a spawn.
 Otherwise `why_not_set` says which condition failed: not_ready, fork, no_answer,
-below_threshold, explicit_model or same_model.
+below_threshold (with `below`: {feature: [confidence, bar]} of each feature under its bar),
+explicit_model (`explicit`: the definition's model, when the input named none) or same_model.
+
+Every spawn it sees is recorded, whatever `[routing] log_dirs` says (routing on, not paused):
+outside the log dirs without the brief's text or description (`text_logged: false`, an engine
+error cut to its kind), in modes "log" and "hint" too (no engine call then). `system1 status`
+shows the last one and `system1 report` the counts per outcome (routing/spawns.py). The
+decision itself is `decision()`, which benchmarks/set_mode_reach.py calls too.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import stat
 import sys
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 from . import common
 from .common import NoAnswer, Run
@@ -123,6 +130,45 @@ def speaks(settings: dict[str, Any]) -> bool:
     return bool(routing["enabled"] and routing["mode"] == "set")
 
 
+def gate_reason(ready: bool, subagent_type: str) -> str | None:
+    """Why not set before the engine is asked: not READY, or a fork (which ignores `model`)."""
+    if not ready:
+        return "not_ready"
+    if subagent_type == "fork":
+        return "fork"
+    return None
+
+
+def decision(*, ready: bool, subagent_type: str, features: dict[str, tuple[bool, float]] | None,
+             choice: dict[str, Any] | None, bars: dict[str, float], explicit: str | None,
+             anyway: Callable[[], str | None]) -> tuple[str | None, dict[str, tuple[float, float]]]:
+    """Mode "set"'s decision for one spawn: (why not set, or None to set the rule's tier;
+    {feature: (confidence, bar)} of the features below their bar). `bars`: the bar of each
+    feature (the fitted one, else `[routing] min_confidence`); `explicit`: the model chosen for
+    the spawn (its input's, or its definition's), None when none; `anyway`: the tier that would
+    run without the hook when nothing explicit was chosen (called only when needed: it reads
+    the transcript). The hook runs this; so does benchmarks/set_mode_reach.py."""
+    early = gate_reason(ready, subagent_type)
+    if early:
+        return early, {}
+    if features is None or choice is None:
+        return "no_answer", {}
+    unsure = {name: (conf, bars[name]) for name, (_, conf) in features.items() if conf < bars[name]}
+    if unsure:
+        return "below_threshold", unsure
+    if explicit and not choice["override_explicit"]:
+        return "explicit_model", {}
+    if (family(explicit) if explicit else anyway()) == choice["model"]:
+        return "same_model", {}
+    return None, {}
+
+
+def bars_of(run: Run, features: dict[str, tuple[bool, float]]) -> dict[str, float]:
+    """Each feature's bar: the one `system1 calibrate` fitted, else `[routing] min_confidence`."""
+    floor = run.settings["routing"]["min_confidence"]
+    return {name: run.bars.get(name, floor) for name in features}
+
+
 def body(run: Run) -> dict[str, Any] | None:
     routing = run.settings["routing"]
     if run.problem or not routing["enabled"]:
@@ -134,8 +180,16 @@ def body(run: Run) -> dict[str, Any] | None:
     mode = routing["mode"]
     logging = common.logs_here(run, run.text("cwd"))
     setting = mode == "set"
+    record: dict[str, Any] = {**common.base_record(run, "agent"), "prompt": None, "description": None,
+                              "model": run.text("tool_input", "model") or None,
+                              "subagent_type": run.text("tool_input", "subagent_type") or None,
+                              "tool_use_id": run.text("tool_use_id") or None,
+                              "features": None, "rule_tier": None, "mode": mode,
+                              "set_model": None, "set_effort": None, "why_not_set": None}
     if not (logging or setting):
-        run.say(f"not recording: no log for this directory ([routing] log_dirs) and mode = {mode!r}")
+        run.say(f"not recording the brief: no log for this directory ([routing] log_dirs) and mode = {mode!r}; "
+                "counted without its text")
+        count(run, {**record, "text_logged": False})
         return None
     ready = gate.read() if setting else None
     given = run.payload.get("tool_input")
@@ -143,19 +197,12 @@ def body(run: Run) -> dict[str, Any] | None:
     brief = run.text("tool_input", "prompt")
     subagent_type = run.text("tool_input", "subagent_type")
     explicit = run.text("tool_input", "model") or None
-    record: dict[str, Any] = {**common.base_record(run, "agent"), "prompt": brief,
-                              "description": run.text("tool_input", "description") or None,
-                              "model": explicit, "subagent_type": subagent_type or None,
-                              "tool_use_id": run.text("tool_use_id") or None,
-                              "features": None, "rule_tier": None, "mode": mode,
-                              "set_model": None, "set_effort": None, "why_not_set": None}
-    why_not = None
-    if setting and ready is None:
-        why_not = "not_ready"
+    record.update(prompt=brief, description=run.text("tool_input", "description") or None)
+    why_not = gate_reason(ready is not None, subagent_type) if setting else None
+    if why_not == "not_ready":
         run.say('mode = "set" but not READY (no verdict recorded by `system1 routing set`): acting as "hint", '
                 "the spawn is left as it is")
-    elif setting and subagent_type == "fork":
-        why_not = "fork"
+    elif why_not == "fork":
         run.say('subagent_type "fork" ignores model: left as it is')
     wants_answer = logging or (setting and why_not is None)
     features = choice = None
@@ -170,47 +217,79 @@ def body(run: Run) -> dict[str, Any] | None:
             record["error"] = str(exc)
     out = None
     if setting and why_not is None:
-        why_not, out = _set(run, tool_input, features, choice, explicit or defined_model(run, subagent_type))
+        chosen = explicit or defined_model(run, subagent_type)
+        if chosen and not explicit:
+            record["explicit"] = chosen
+        why_not, unsure, out = _set(run, tool_input, features, choice, chosen)
+        if unsure:
+            record["below"] = {name: [round(conf, 4), round(bar, 4)] for name, (conf, bar) in unsure.items()}
     if setting:
         record["why_not_set"] = why_not
         if out:
             record["set_model"] = out["model"]
             record["set_effort"] = out.get("effort") if out.get("effort") != tool_input.get("effort") else None
     if logging:
-        common.append_log(run, record)
-    elif out:  # a set model is always recorded; without log_dirs here, without the brief's text
-        common.append_log(run, {**record, "prompt": None, "description": None, "text_logged": False})
+        count(run, record)
+    else:  # every spawn is counted; without log_dirs here, without the brief's text
+        error = record.get("error")
+        count(run, {**record, "prompt": None, "description": None, "text_logged": False,
+                    **({"error": _kind(error)} if isinstance(error, str) else {})})
     if not out:
         return None
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": out}}
 
 
+def _kind(error: str) -> str:
+    """An engine failure without its details (they could quote the input): the words before
+    the first colon, at most 80 characters."""
+    return error.split(":", 1)[0][:80]
+
+
+def count(run: Run, record: dict[str, Any]) -> None:
+    """Append the spawn's record (routing/spawns.py counts them); a log that cannot be written
+    never costs the spawn its answer."""
+    try:
+        common.append_log(run, record)
+    except (OSError, ValueError) as exc:  # a full disk, a directory in the way, a relative state dir
+        run.say(f"could not record the spawn: {exc}")
+
+
 def _set(run: Run, tool_input: dict[str, Any], features: dict[str, tuple[bool, float]] | None,
-         choice: dict[str, Any] | None, explicit: str | None) -> tuple[str | None, dict[str, Any] | None]:
-    """(why not set, None) or (None, the whole tool_input with the model set)."""
-    if features is None or choice is None:
+         choice: dict[str, Any] | None, explicit: str | None
+         ) -> tuple[str | None, dict[str, tuple[float, float]], dict[str, Any] | None]:
+    """(why not set, the features below their bar, None) or (None, {}, the whole tool_input
+    with the model set)."""
+    anyway_seen: list[str | None] = []
+
+    def anyway() -> str | None:
+        anyway_seen.append(family(parent_model(run)))
+        return anyway_seen[-1]
+
+    why_not, unsure = decision(ready=True, subagent_type="", features=features, choice=choice,
+                               bars=bars_of(run, features) if features else {}, explicit=explicit, anyway=anyway)
+    if why_not == "no_answer":
         run.say("not set: no answer from the engine or the rule")
-        return "no_answer", None
-    unsure = common.unsure(run, features)
-    if unsure:
+        return why_not, {}, None
+    if why_not == "below_threshold":
         run.say("not set: below the routing threshold:" + "".join(
-            f" ({name} {features[name][1]:.2f} < {bar:.2f})" for name, bar in unsure.items()))
-        return "below_threshold", None
+            f" ({name} {conf:.2f} < {bar:.2f})" for name, (conf, bar) in unsure.items()))
+        return why_not, unsure, None
+    assert choice is not None
     model, effort = choice["model"], choice["effort"]
-    if explicit and not choice["override_explicit"]:
+    if why_not == "explicit_model":
         run.say(f"not set: the model was chosen explicitly ({explicit}); the rule said {model}")
-        return "explicit_model", None
-    anyway = family(explicit) if explicit else family(parent_model(run))
-    if anyway == model:
+        return why_not, {}, None
+    if why_not == "same_model":
         run.say(f"not set: {model} runs anyway")
-        return "same_model", None
+        return why_not, {}, None
+    was = family(explicit) if explicit else (anyway_seen[-1] if anyway_seen else None)
     updated = dict(tool_input)
     updated["model"] = model
     if effort and (not tool_input.get("effort") or choice["override_explicit"]):
         updated["effort"] = effort
     run.say(f"set: model {model}" + (f", effort {updated['effort']}" if updated.get("effort") else "")
-            + f" (would have run {anyway or 'the default'})")
-    return None, updated
+            + f" (would have run {was or 'the default'})")
+    return None, {}, updated
 
 
 if __name__ == "__main__":

@@ -55,6 +55,12 @@ def render(report: dict[str, Any], console: Any) -> None:
         sh = report["shadow"]
         head.add_row("shadow: rule = what ran / cheaper / pricier",
                      f"{sh['rule_matches']} / {sh['rule_cheaper']} / {sh['rule_pricier']} of {sh['spawns']}")
+    seen = report.get("spawn_outcomes")
+    if seen and seen["spawns"]:
+        outcomes = ", ".join(f"{escape(k)} {n}" for k, n in seen["by_outcome"].items())
+        below = ", ".join(f"{escape(k)} {n}" for k, n in seen["below_by_feature"].items())
+        head.add_row("spawns the Agent hook saw, by outcome",
+                     f"{seen['spawns']}: {outcomes}" + (f" (below the bar: {below})" if below else ""))
     st = report["set"]
     if st["spawns"]:
         head.add_row("spawns the hook set / ran on that tier", f"{st['spawns']} / {st['ran_as_set']}")
@@ -133,6 +139,12 @@ def charts(report: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _outcomes(seen: dict[str, Any] | None) -> str:
+    if not seen or not seen["spawns"]:
+        return "–"
+    return f"{seen['spawns']}: " + ", ".join(f"{k} {n}" for k, n in seen["by_outcome"].items())
+
+
 def page(report: dict[str, Any]) -> str:
     s = report["savings"]
     rows = "".join(
@@ -149,6 +161,7 @@ def page(report: dict[str, Any]) -> str:
              ("Spawns the hook set (succeeded / failed)",
               f"{report['set']['spawns']} ({report['set']['succeeded']} / {report['set']['failed']})"),
              ("Net of the spawns the hook set", _usd(report["set"]["net_usd"])),
+             ("Spawns the Agent hook saw, by outcome", _outcomes(report.get("spawn_outcomes"))),
              ("Realised savings", _usd(s["realised_usd"])), ("Missed savings", _usd(s["missed_usd"])),
              ("Hint overhead", _usd(s["hint_overhead_usd"])), ("Net", _usd(s["net_usd"]))]
     items = "".join(f"<tr><th>{html.escape(a)}</th><td>{html.escape(b)}</td></tr>" for a, b in facts)
@@ -194,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
     from ..routing import log as routing_log
+    from ..routing import spawns
     from .transcripts import default_root, iter_files
 
     console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
@@ -225,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
     join_log(facts, log)
     report = summarize(facts, prices)
     report["approvals"] = approvals(log, since)
+    report["spawn_outcomes"] = spawns.counts(log, since)
     from ..config import tables as config_tables
     from ..routing import gate
 

@@ -37,13 +37,18 @@ def path() -> str:
 
 def append(record: dict[str, Any], where: str | None = None) -> str:
     """Appends one record (one write on an O_APPEND descriptor, so concurrent hooks never
-    interleave lines); returns the file's path."""
+    interleave lines; after a torn last line, on a line of its own); returns the file's path."""
     where = where or path()
     if not os.path.isdir(os.path.dirname(where)):  # one stat on the hooks' path; made 0700 once
         private_dir(os.path.dirname(where))
     line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(where, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
+        size = os.fstat(fd).st_size
+        if size:
+            os.lseek(fd, size - 1, os.SEEK_SET)  # (writes go to the end whatever the offset: O_APPEND)
+            if os.read(fd, 1) != b"\n":  # a torn last line: ours starts a line of its own
+                line = b"\n" + line
         os.write(fd, line)
     finally:
         os.close(fd)
