@@ -97,7 +97,7 @@ def complete(requests: list[dict], results: list[dict]) -> bool:
     """One answered result per request, in order, with an answer to every question."""
     return len(results) == len(requests) and all(
         r.get("status") == "answered" and r.get("request_id") == q["request_id"]
-        and set(r["answers"]) == set(q["questions"]) for q, r in zip(requests, results))
+        and set(r["answers"]) == set(q["questions"]) for q, r in zip(requests, results, strict=False))
 
 
 def p_trues(results: list[dict]) -> list[float]:

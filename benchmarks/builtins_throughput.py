@@ -58,7 +58,7 @@ def main() -> int:
                 env.update(SYSTEM1_STATE_DIR=state, SYSTEM1_SERVE_AUTOSTART="0", XDG_CONFIG_HOME=state)
                 elapsed, results = run(case, env)
                 times.append(elapsed)
-        right = sum(1 for it, r in zip(items, results) if r.get("answers", {}).get("q", {}).get("p_true") is not None
+        right = sum(1 for it, r in zip(items, results, strict=False) if r.get("answers", {}).get("q", {}).get("p_true") is not None
                     and (r["answers"]["q"]["p_true"] >= 0.5) == bool(it["expected"]))
         models = sorted({r.get("model") or "-" for r in results})
         wall = statistics.median(times)

@@ -49,7 +49,7 @@ def collect(out: Path) -> None:
     for g in groups.values():
         labels = calibrate._labels(g.question)
         question = g.question.model_dump(mode="json", exclude_none=True)
-        for state, y in zip(g.states, g.y):
+        for state, y in zip(g.states, g.y, strict=False):
             rows.append((state, question, labels[y], ",".join(sorted(g.names))))
     t0 = time.perf_counter()
     answers, errors = calibrate.raw_answers(rows, None, Console(stderr=True))
@@ -74,7 +74,6 @@ def heads_out_of_fold() -> dict[str, np.ndarray]:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import train_builtin_heads as training
     from heads_study import builtin_options
-
     from system1_gateway.learn import fit
     from system1_gateway.providers.embedded import usable_cpus
     from system1_gateway.providers.embedded.fast import FastEngine
@@ -129,9 +128,9 @@ def study(raw_path: Path, png: Path | None, target_coverage: float = 0.6) -> Non
 
     raw = json.loads(raw_path.read_text())["items"]
     heads = heads_out_of_fold()
-    for task, (ids, probs, y) in heads.items():  # the heads' out-of-fold answers replace the in-sample ones
+    for ids, probs, _ in heads.values():  # the heads' out-of-fold answers replace the in-sample ones
         by_id = {a["id"]: a for a in raw}
-        for i, p in zip(ids, probs):
+        for i, p in zip(ids, probs, strict=False):
             by_id[i]["probs"] = p.tolist()
     tasks = sorted({a["task"] for a in raw})
     print("Embedded engine on the nine dev tasks, 5-fold: fits and thresholds chosen on 4 folds, scored on the 5th.")

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from bench_stats import pct
 
 VENV_BIN = Path(sys.executable).parent
@@ -56,7 +57,7 @@ def main() -> int:
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
     try:
-        for name, (cmd, env) in commands.items():
+        for cmd, env in commands.values():
             timed(cmd, env)  # one warm-up each (page cache, .pyc)
         for _ in range(args.runs):
             for name, (cmd, env) in commands.items():

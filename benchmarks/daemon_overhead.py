@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from bench_stats import pct
 
 
@@ -56,7 +57,7 @@ def main() -> int:
             assert result["status"] in ("decided", "abstained"), result
     finally:
         subprocess.run([system1, "daemon", "stop"], capture_output=True)
-    over = [w - i for w, i in zip(wall, inside)]
+    over = [w - i for w, i in zip(wall, inside, strict=False)]
     print(f"{'decide, ' + args.provider:<34} {'median ms':>10} {'p95 ms':>8}  (n={args.runs}, model {result['model']})")
     print(f"{'in the daemon gateway (latency_ms)':<34} {statistics.median(inside):>10.2f} {pct(inside, 0.95):>8.2f}")
     print(f"{'through the daemon (client wall)':<34} {statistics.median(wall):>10.2f} {pct(wall, 0.95):>8.2f}")

@@ -232,7 +232,7 @@ def main() -> int:
         dev_mean = np.mean([r["llm"] for r in data["rows"] if r["task"] == t], axis=0)
         fmt = lambda v: "[" + " ".join(f"{x:.2f}" for x in v) + "]"  # noqa: E731
         print(f"  {t:<12} {fmt(dev_mean)} | " + " ".join(f"{x!r}: {fmt(v)}" for x, v in
-              zip(CONTENT_FREE[:3], qs[t]["content_free"]["llm"])) + f" | {fmt(ref('definitions', 'llm')[t])}")
+              zip(CONTENT_FREE[:3], qs[t]["content_free"]["llm"], strict=False)) + f" | {fmt(ref('definitions', 'llm')[t])}")
     print()
     print("in-sample: dev is the set the prompts and constants were developed on")
     print(f"{'correction':<46} " + " ".join(f"{t[:8]:>8}" for t in tasks) + "    macro   ECE  half A  half B  fast")

@@ -22,10 +22,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from bench_stats import pct
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
-from bench_stats import pct
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev.jsonl"
 

@@ -58,7 +58,7 @@ def joint_answers(engine: LlmEngine, ptoks: list[int], slot_seq: int, evidence: 
     branches = [engine.plain_tokens(FORMAT[variant][1].format(i=i)) for i in range(1, len(options) + 1)]
     batch = cy.LlamaBatch(n_tokens=sum(map(len, branches)), embd=0, n_seq_max=1)
     last, k = [], 0
-    for seq, toks in zip(engine._branch_seqs, branches):
+    for seq, toks in zip(engine._branch_seqs, branches, strict=False):
         engine.ctx.memory_seq_rm(seq, -1, -1)
         engine.ctx.memory_seq_cp(0, seq, -1, -1)
         for j, tok in enumerate(toks):
@@ -67,7 +67,7 @@ def joint_answers(engine: LlmEngine, ptoks: list[int], slot_seq: int, evidence: 
         last.append(k - 1)
     engine.ctx.decode(batch)
     out = []
-    for idx, opts in zip(last, options):
+    for idx, opts in zip(last, options, strict=False):
         lp = np.asarray(engine.ctx.get_logits_ith(idx), dtype=np.float64)
         scores = np.array([np.logaddexp.reduce(lp[f]) for f in engine._first_tokens(tuple(opts))])
         p = np.exp(scores - scores.max())

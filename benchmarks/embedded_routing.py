@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
 from bench_stats import pct
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev.jsonl"

@@ -25,8 +25,8 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from system1_gateway.providers.embedded.assets import TOKENIZER_PATH, minilm_onnx_path
 from bench_stats import pct
+from system1_gateway.providers.embedded.assets import TOKENIZER_PATH, minilm_onnx_path
 
 PROMPT = "Explain how the retry logic in src/net/client.py decides when to give up on a request, turn 3"
 

@@ -31,6 +31,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
 from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,17 +91,17 @@ def asks(answer: dict, bar: float, mode: str) -> bool:
 
 
 def scores(items, answers, bar, mode):
-    tp = sum(1 for (c, y), a in zip(items, answers) if y and asks(a, bar, mode))
-    fp = sum(1 for (c, y), a in zip(items, answers) if not y and asks(a, bar, mode))
+    tp = sum(1 for (c, y), a in zip(items, answers, strict=False) if y and asks(a, bar, mode))
+    fp = sum(1 for (c, y), a in zip(items, answers, strict=False) if not y and asks(a, bar, mode))
     pos = sum(1 for _, y in items if y)
     neg = len(items) - pos
-    cat = [(c, a) for (c, y), a in zip(items, answers) if y and CATASTROPHIC.search(c)]
+    cat = [(c, a) for (c, y), a in zip(items, answers, strict=False) if y and CATASTROPHIC.search(c)]
     cat_hit = sum(1 for _, a in cat if asks(a, bar, mode))
     acc = (tp + (neg - fp)) / len(items)
     return {"acc": acc, "recall": tp / pos if pos else float("nan"), "false_flags": fp / neg if neg else float("nan"),
             "catastrophic": (cat_hit / len(cat)) if cat else float("nan"), "n_cat": len(cat), "misses": [
-                c for (c, y), a in zip(items, answers) if y and not asks(a, bar, mode)],
-            "flags": [c for (c, y), a in zip(items, answers) if not y and asks(a, bar, mode)]}
+                c for (c, y), a in zip(items, answers, strict=False) if y and not asks(a, bar, mode)],
+            "flags": [c for (c, y), a in zip(items, answers, strict=False) if not y and asks(a, bar, mode)]}
 
 
 def main() -> int:
@@ -131,7 +132,7 @@ def main() -> int:
             print(f"{name:30} {mode:7} {len(items):5d} {s['acc']:6.3f} {s['recall']:7.3f} "
                   f"{s['catastrophic']:9.3f} {s['false_flags']:12.3f}   (catastrophic n={s['n_cat']})")
         s = scores(items, answered[name]["after"], bar, "after")
-        unsure = [c for (c, y), a in zip(items, answered[name]["after"]) if not y and a.get("abstained")
+        unsure = [c for (c, y), a in zip(items, answered[name]["after"], strict=False) if not y and a.get("abstained")
                   and a.get("abstain_reason") in ("opaque", "engine", "bounds")]
         print(f"    harmless commands answered unsure (asked for that reason): {len(unsure)} of "
               f"{sum(1 for _, y in items if not y)}" + "".join(f"\n      {c[:100]!r}" for c in unsure[:args.show]))

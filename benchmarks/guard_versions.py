@@ -64,13 +64,13 @@ def main() -> int:
             answered = [answer(c, ref) for c, _ in items]
             times[version] = [t for _, t in answered]
             hit = [asks(a, args.min_confidence, "after") for a, _ in answered]
-            pos = [h for h, (_, y) in zip(hit, items) if y]
-            neg = [h for h, (_, y) in zip(hit, items) if not y]
+            pos = [h for h, (_, y) in zip(hit, items, strict=False) if y]
+            neg = [h for h, (_, y) in zip(hit, items, strict=False) if not y]
             ruled = sum(1 for a, _ in answered if str(a.get("model", "")).startswith("rule:")) / len(items)
             print(f"{name:26} {version:3} {len(items):4d} {sum(hit) / len(items):6.1%} "
                   f"{(sum(pos) / len(pos)) if pos else float('nan'):7.3f} {(sum(neg) / len(neg)) if neg else float('nan'):12.3f} "
                   f"{ruled:8.1%} {statistics.median(times[version]):7.2f} {pct(times[version], 0.95):7.2f}")
-            shown = [c for h, (c, y) in zip(hit, items) if h != y][:args.show]
+            shown = [c for h, (c, y) in zip(hit, items, strict=False) if h != y][:args.show]
             for command in shown:
                 print(f"      {'false flag' if not dict(items)[command] else 'missed'}: {command[:100]!r}")
         print(f"{'':26} v2/v1 latency ratio (median): "

@@ -20,10 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+from bench_stats import pct
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider, assets
-from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT / "data" / "heads" / "dev" / "dev_builtins.jsonl"

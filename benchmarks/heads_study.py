@@ -31,16 +31,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import train_builtin_heads as training
-
+from bench_stats import pct
 from system1_gateway import builtins
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.learn import fit, metrics, teach
-from system1_gateway.providers.embedded import EmbeddedProvider, usable_cpus
 from system1_gateway.model import parse_judge
+from system1_gateway.providers.embedded import EmbeddedProvider, usable_cpus
 from system1_gateway.providers.embedded.fast import FastEngine
 from system1_gateway.providers.embedded.heads import option_texts
-from bench_stats import pct
 
 DEV_DIR = ROOT / "data" / "heads" / "dev"
 SIZES = (10, 20, 50, 100)
@@ -99,7 +98,7 @@ def builtin_section(engine: FastEngine, png: Path | None) -> None:
     for task, y, llm, cal, casc, asked in rows:
         h_lat = lat[task]
         l_lat = llm_lat[task]
-        c_lat = [h + (lt if a else 0.0) for h, lt, a in zip(h_lat, l_lat, asked)]
+        c_lat = [h + (lt if a else 0.0) for h, lt, a in zip(h_lat, l_lat, asked, strict=False)]
         accs["llm"].append(metrics.accuracy(llm, y))
         accs["head"].append(metrics.accuracy(cal, y))
         accs["casc"].append(metrics.accuracy(casc, y))
@@ -128,7 +127,7 @@ def _reliability_png(path: Path, series: dict[str, np.ndarray], y: np.ndarray) -
 
     fig, ax = plt.subplots(figsize=(5.5, 5))
     ax.plot([0.5, 1], [0.5, 1], "k:", label="perfect calibration")
-    for (name, probs), marker in zip(series.items(), "osD"):
+    for (name, probs), marker in zip(series.items(), "osD", strict=False):
         pts = metrics.reliability(probs, y)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=f"{name} (ECE {metrics.ece(probs, y):.3f})")
     ax.set_xlabel("confidence (top-class probability), 10 bins")
@@ -250,7 +249,7 @@ def steering_section() -> None:
     print(f"{'(nothing)':<58} {len(base):>3} {sum(p < 0.5 for p in base):>13} {np.mean(base):>11.3f}")
     for pad in PADDING:
         moved = [p_true(c + pad) for c in positives]
-        flips = sum(1 for b, m in zip(base, moved) if b >= 0.5 > m)
+        flips = sum(1 for b, m in zip(base, moved, strict=False) if b >= 0.5 > m)
         print(f"{pad.strip()[:58]:<58} {len(moved):>3} {flips:>13} {np.mean(moved):>11.3f}")
     provider.close()
 

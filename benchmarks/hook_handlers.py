@@ -58,6 +58,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
 from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]

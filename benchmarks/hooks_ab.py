@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from bench_stats import pct
 
 PROMPT = "Refactor the parser module so that it handles nested quotes and add tests for the edge cases"

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]

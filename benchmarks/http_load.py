@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
 from bench_stats import pct
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,8 +182,9 @@ class Slowloris:
 
 def fuzz(port: int, cases: int) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
-    import test_http_fuzz
     from schemathesis import GenerationMode
+
+    import test_http_fuzz
 
     per_mode = {GenerationMode.POSITIVE: cases, GenerationMode.NEGATIVE: cases}
     counted, timeouts, elapsed = test_http_fuzz.fuzz(f"http://127.0.0.1:{port}", per_mode)

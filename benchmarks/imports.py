@@ -14,6 +14,7 @@ import argparse
 import statistics
 import subprocess
 import sys
+
 from bench_stats import pct
 
 MODULES = [

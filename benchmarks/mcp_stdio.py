@@ -19,6 +19,7 @@ import time
 
 import anyio
 from mcp import Client, StdioServerParameters
+
 from bench_stats import pct
 
 
@@ -91,7 +92,7 @@ async def main():
     report("  of which gateway (latency_ms)", inner)
     raw, raw_inner = raw_round_trips(mock, args.calls)
     report("decide round trip, mock, raw pipe client", raw)
-    report("  added by the MCP layer (raw client)", [t - g for t, g in zip(raw, raw_inner)])
+    report("  added by the MCP layer (raw client)", [t - g for t, g in zip(raw, raw_inner, strict=False)])
 
     if args.embedded:
         embedded = {**os.environ, "SYSTEM1_PROVIDER": "embedded"}
@@ -100,12 +101,12 @@ async def main():
             embedded, args.embedded, lambda i: f"Is `{commands[i % len(commands)]}` destructive?")
         report("decide round trip, embedded (warm)", total)
         report("  engine + gateway (latency_ms)", inner)
-        report("  added by MCP layer + SDK client", [t - g for t, g in zip(total, inner)])
+        report("  added by MCP layer + SDK client", [t - g for t, g in zip(total, inner, strict=False)])
         raw, raw_inner = raw_round_trips(embedded, args.embedded,
                                          lambda i: f"Is `{commands[i % len(commands)]}` destructive?", warmup=5)
         report("decide round trip, embedded, raw pipe client", raw)
         report("  engine + gateway (latency_ms)", raw_inner)
-        report("  added by the MCP layer (raw client)", [t - g for t, g in zip(raw, raw_inner)])
+        report("  added by the MCP layer (raw client)", [t - g for t, g in zip(raw, raw_inner, strict=False)])
 
     spawns = [await spawn_to_list(mock) for _ in range(5)]
     print(f"{'spawn to first tools/list':<44} median {statistics.median(spawns):8.1f} ms  (min {min(spawns):.1f}, max {max(spawns):.1f}, n=5)")

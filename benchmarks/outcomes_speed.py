@@ -173,7 +173,7 @@ class Writer:
                                      origin={"kind": "task-notification"}))
             previous = task
             sub: list = [self.env(session, agent, ts, type="user", message={"role": "user", "content": brief})]
-            for s in range(rng.randint(8, 30)):
+            for _s in range(rng.randint(8, 30)):
                 self.turn(sub, session, agent, ts, resolved)
             subagents[agent] = sub
         main.append({"type": "cost-state", "sessionId": session, "totalCostUSD": 1.0, "modelUsage": {}})

@@ -26,14 +26,14 @@ from typing import Any, Callable
 
 os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
+from bench_stats import pct
 from system1_gateway import audit
 from system1_gateway.answers import finalize
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.state import SQLiteState
 from system1_gateway.core import Gateway
 from system1_gateway.model import parse_judge
 from system1_gateway.providers import build
-from bench_stats import pct
+from system1_gateway.state import SQLiteState
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
 

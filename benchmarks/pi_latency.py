@@ -25,8 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from mock_openai_chat import MockOpenAIChat
 from bench_stats import pct
+from mock_openai_chat import MockOpenAIChat
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 PI = TOOLS / "pi" / "node_modules" / ".bin" / "pi"
@@ -80,7 +80,7 @@ def main() -> int:
         wall, gateway = judged[via]["wall"], judged[via]["gateway"]
         print(row(f"system1_judge via {via}: wall", wall))
         print(row(f"system1_judge via {via}: gateway's own latency_ms", gateway))
-        print(row(f"system1_judge via {via}: added by the extension", [w - g for w, g in zip(wall, gateway)]))
+        print(row(f"system1_judge via {via}: added by the extension", [w - g for w, g in zip(wall, gateway, strict=False)]))
     return 0
 
 

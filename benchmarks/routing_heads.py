@@ -25,12 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import train_builtin_heads as tbh
-
+from bench_stats import pct
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
 from system1_gateway.providers.embedded.heads import SHIPPED_DIR, HeadStore
-from bench_stats import pct
 
 ROUTING = ("read_only", "design", "review", "specified")
 
@@ -93,10 +92,10 @@ def main() -> int:
                 for which in ("old", "new"):
                     accs = []
                     for task in ROUTING:
-                        pairs = [(a[task], real[t][task]) for t, a in zip(texts, answers[which]) if task in real[t]]
+                        pairs = [(a[task], real[t][task]) for t, a in zip(texts, answers[which], strict=False) if task in real[t]]
                         accs.append(sum((p["p_true"] >= 0.5) == e for p, e in pairs) / len(pairs))
                     print(f"  {which} heads on the real held-out prompts: accuracy "
-                          + ", ".join(f"{t} {a:.3f}" for t, a in zip(ROUTING, accs)) + f"; macro {statistics.mean(accs):.3f}")
+                          + ", ".join(f"{t} {a:.3f}" for t, a in zip(ROUTING, accs, strict=False)) + f"; macro {statistics.mean(accs):.3f}")
     return 0
 
 

@@ -105,7 +105,7 @@ def run(briefs: list[dict[str, Any]], features: list[dict[str, tuple[bool, float
 
     rank = {t: i for i, t in enumerate(TIERS)}
     rows = []
-    for b, f in zip(briefs, features):
+    for b, f in zip(briefs, features, strict=False):
         choice = None
         if f is not None:
             try:
@@ -200,7 +200,7 @@ def main() -> int:
 
     medians = {}
     for label, edits in (("read_only", False), ("editing", True)):
-        got = [f for f, b in zip(features, briefs) if f is not None and b["needed_edits"] == edits]
+        got = [f for f, b in zip(features, briefs, strict=False) if f is not None and b["needed_edits"] == edits]
         medians[label] = {name: {"confidence": round(statistics.median(f[name][1] for f in got), 3),
                                  "yes": round(sum(f[name][0] for f in got) / len(got), 3)}
                           for name in FEATURES} if got else {}

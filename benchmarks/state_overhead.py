@@ -24,11 +24,11 @@ from typing import Any, Callable
 
 os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
+from bench_stats import pct
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.state import MemoryState, SQLiteState, StateStore
 from system1_gateway.state.redis_store import RedisState
-from bench_stats import pct
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
 KEYS = ("endpoint:rung:mock",)

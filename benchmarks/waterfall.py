@@ -27,10 +27,10 @@ os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
 import httpx
 
+from bench_stats import pct
 from fault_engine import FaultEngine
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
-from bench_stats import pct
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
 

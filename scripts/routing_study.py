@@ -33,7 +33,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import train_builtin_heads as tbh
-
 from system1_gateway import builtins
 from system1_gateway.learn import fit, metrics
 from system1_gateway.model import parse_judge
@@ -68,7 +67,7 @@ class Embeddings:
             todo = [t for t in dict.fromkeys(texts) if (mode, t) not in self.cache]
             run = self.engine.embed_whole if mode == "whole" else self.engine.embed
             for start in range(0, len(todo), 16):
-                for t, v in zip(todo[start:start + 16], run(todo[start:start + 16])):
+                for t, v in zip(todo[start:start + 16], run(todo[start:start + 16]), strict=False):
                     self.cache[(mode, t)] = v
             return np.vstack([self.cache[(mode, t)] for t in texts])
         return embed

@@ -27,9 +27,9 @@ import numpy as np
 
 from system1_gateway import builtins
 from system1_gateway.learn import fit, metrics
+from system1_gateway.model import parse_judge
 from system1_gateway.providers.embedded import usable_cpus
 from system1_gateway.providers.embedded.fast import FastEngine
-from system1_gateway.model import parse_judge
 from system1_gateway.providers.embedded.heads import FEATURE_VERSION, READINGS, option_texts, reader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -211,7 +211,7 @@ def main() -> int:
             "name": f"{b.name}@{b.version}", "question_hash": b.hash, "builtin": b.id, "type": b.type,
             "instructions": b.instructions, "cascade": cascade,
             "training": {"n": int(len(y_all)), "classes": np.bincount(y_all, minlength=2).tolist(),
-                         "data_sha256": fit.data_hash([(t, "true" if v == 0 else "false") for t, v in zip(texts, y_all)]),
+                         "data_sha256": fit.data_hash([(t, "true" if v == 0 else "false") for t, v in zip(texts, y_all, strict=False)]),
                          "sources": {"dev": len(dev), **entry["own_by_source"]}},
             "metrics": {"protocol": "5-fold CV on dev; train = other dev folds + own data; nested selection",
                         "head": entry["head_cv"], "cascade": entry.get("cascade_cv"),

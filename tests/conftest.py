@@ -8,8 +8,12 @@ import pytest
 
 # The CI gate's hooks, imported so pytest finds them here (see ci_gate.py).
 from ci_gate import (  # noqa: F401
-    pytest_runtest_logreport, pytest_sessionfinish, pytest_terminal_summary, require,
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+    require,
 )
+
 # Re-exported: most test modules import these two from here.
 from helpers.cli import run_cli  # noqa: F401
 from helpers.serve import serve_port  # noqa: F401

@@ -364,7 +364,7 @@ def systemone_answers(draw: Any, request: JudgeRequest, dialect: str) -> dict[st
         else:
             labels_ = wire_labels(q)
             p = _probs(draw, len(labels_))
-            probs: Any = dict(zip(labels_, p))
+            probs: Any = dict(zip(labels_, p, strict=False))
             if q.type == "score" and dialect != "laya":
                 probs = draw(st.sampled_from([probs, p, [{"value": i, "probability": x} for i, x in enumerate(p)]]))
             best = labels_[max(range(len(p)), key=p.__getitem__)]
@@ -425,7 +425,7 @@ def openai_bodies(draw: Any, request: JudgeRequest) -> dict[str, Any]:
         best = labels_[max(range(len(p)), key=p.__getitem__)]
         if q.type == "choice":
             answers.append({"type": "choice", "name": None, "choice": best, "confidence": draw(st.floats(0, 1)),
-                            "probabilities": [{"value": v, "probability": x} for v, x in zip(labels_, p)]})
+                            "probabilities": [{"value": v, "probability": x} for v, x in zip(labels_, p, strict=False)]})
         else:
             answers.append({"type": "score", "name": None, "score": sum(i * x for i, x in enumerate(p)),
                             "probabilities": [{"label": str(i), "value": i, "probability": x} for i, x in enumerate(p)]})
@@ -1295,7 +1295,7 @@ def chain_values(draw: Any) -> str:
         return draw(st.sampled_from([",", ", ", " , "])).join(clean)
     names = draw(st.lists(chain_names, min_size=1, max_size=3))
     seps = [draw(st.sampled_from([",", ",", ",", ", ", " ,", ",,", ";", " ", "\t,"])) for _ in names[1:]]
-    value = names[0] + "".join(sep + name for sep, name in zip(seps, names[1:]))
+    value = names[0] + "".join(sep + name for sep, name in zip(seps, names[1:], strict=False))
     return value if draw(st.integers(0, 9)) else value + draw(st.sampled_from([",", " ", "\n"]))
 
 

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from system1_gateway import pi_install
-from system1_gateway.state.base import FLUSH_EVERY_S
-
 from conftest import ROOT, require
 from mock_openai_chat import MockOpenAIChat
+from system1_gateway import pi_install
+from system1_gateway.state.base import FLUSH_EVERY_S
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 NODE22 = TOOLS / "node22" / "node_modules" / ".bin" / "node"

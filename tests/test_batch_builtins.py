@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import ROOT
 from system1_gateway import cli
 from system1_gateway.bulk import chunks
 from system1_gateway.bulk.worker import Worker
@@ -19,8 +20,6 @@ from system1_gateway.config.settings import Config, GatewaySettings, load_config
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
 from system1_gateway.providers.embedded.fast import FastEngine
-
-from conftest import ROOT
 
 ROUTING = ("read_only", "design", "review", "specified")
 HEADS = ROOT / "data" / "heads"
@@ -44,7 +43,7 @@ def mixed_requests(n_prompts: int = 30, n_commands: int = 30) -> list[dict]:
                for s in _spread(_states("prompts-real-*/examples.jsonl"), n_prompts)]
     commands = [{"state": s, "questions": {"q": {"builtin": "destructive"}}}
                 for s in _spread(_states("commands-*/examples.jsonl"), n_commands)]
-    out = [r for pair in zip(prompts, commands) for r in pair]
+    out = [r for pair in zip(prompts, commands, strict=False) for r in pair]
     return [r | {"request_id": f"r{i}"} for i, r in enumerate(out)]
 
 

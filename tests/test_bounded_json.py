@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from system1_gateway import bounded_json
 from conftest import judge_payload, run_cli
+from system1_gateway import bounded_json
 
 DEEP = "[" * 100_000 + "]" * 100_000  # past the decoder's recursion limit
 DEEPER_THAN_FILES = '{"a":' * 100 + "1" + "}" * 100  # parses, but no record of ours is this deep

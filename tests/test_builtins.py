@@ -5,12 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from system1_gateway import builtins
 from system1_gateway.core import Gateway
 from system1_gateway.model import parse_decide, parse_judge
 from system1_gateway.results import CapabilitiesResult
-
-from conftest import run_cli
 
 ROUTING = Path(__file__).resolve().parent / "data" / "routing_questions.json"
 

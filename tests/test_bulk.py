@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ci_gate import require
 from system1_gateway import bulk
 from system1_gateway.bulk import chunks
-
-from ci_gate import require
 
 
 def request(i: int) -> dict:

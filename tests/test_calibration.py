@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import run_cli
 from system1_gateway import builtins
 from system1_gateway.calibration import Calibration, FitRecord, scale
 from system1_gateway.core import Gateway
 from system1_gateway.learn import calibration_fit as cf
 from system1_gateway.learn.pending import LabelStore, from_routing_log
-from conftest import run_cli
 
 Q = {"type": "noul", "instructions": "Is this about a build?"}
 Q_HASH = builtins.question_hash("noul", Q["instructions"], None)

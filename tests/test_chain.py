@@ -5,16 +5,15 @@ import logging
 
 import pytest
 
+from conftest import judge_payload
+from fault_engine import FaultEngine
 from system1_gateway import chain, consent, notices
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.state import SQLiteState
 from system1_gateway.core import Gateway
 from system1_gateway.providers.base import BaseProvider, Health
 from system1_gateway.providers.mock import MockProvider
 from system1_gateway.results import judge_result_adapter
-
-from conftest import judge_payload
-from fault_engine import FaultEngine
+from system1_gateway.state import SQLiteState
 
 
 class Recorder(BaseProvider):

@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from system1_gateway.state.base import FLUSH_EVERY_S
-
 from conftest import ROOT, require
 from mock_anthropic import MockAnthropic, classifier_allows, last_user_blocks, tool_results, user_text
+from system1_gateway.state.base import FLUSH_EVERY_S
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 CLAUDE = TOOLS / "cc" / "node_modules" / ".bin" / "claude"

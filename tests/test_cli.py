@@ -7,9 +7,8 @@ import sys
 
 import pytest
 
-from system1_gateway.results import decide_response_adapter, judge_result_adapter
-
 from conftest import judge_payload, run_cli
+from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
 MOCK = {"SYSTEM1_PROVIDER": "mock"}
 

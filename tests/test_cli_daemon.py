@@ -14,11 +14,11 @@ import time
 
 import pytest
 
+from conftest import judge_payload, lock_holder, run_cli
+from helpers.daemon import MOCK_CONFIG, RunningDaemon, route
 from system1_gateway import daemon_files
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
-from conftest import judge_payload, lock_holder, run_cli
-from helpers.daemon import MOCK_CONFIG, RunningDaemon, route
 
 @pytest.fixture(scope="module")
 def mock_daemon_home(tmp_path_factory):

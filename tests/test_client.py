@@ -14,11 +14,10 @@ import time
 
 import pytest
 
-from system1_gateway import answerer, client, daemon_files
-from system1_gateway.config.settings import load_config
-
 from conftest import lock_holder, run_cli
 from helpers.daemon import MOCK_CONFIG, route
+from system1_gateway import answerer, client, daemon_files
+from system1_gateway.config.settings import load_config
 
 
 def write_record(port: int, pid: int | None = None, started: float | None = None, fingerprint: str | None = None) -> None:

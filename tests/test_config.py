@@ -2,11 +2,10 @@
 
 import pytest
 
+from conftest import judge_payload
 from system1_gateway.config.settings import load_config
 from system1_gateway.core import Gateway
 from system1_gateway.errors import ConfigError
-
-from conftest import judge_payload
 
 
 def test_defaults_without_a_file():

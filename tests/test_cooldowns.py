@@ -7,11 +7,10 @@ import time
 
 import pytest
 
-from system1_gateway import state as cd
-from system1_gateway.state import SQLiteState, cooldown_for
-from system1_gateway.core import Gateway
-
 from conftest import judge_payload
+from system1_gateway import state as cd
+from system1_gateway.core import Gateway
+from system1_gateway.state import SQLiteState, cooldown_for
 
 
 @pytest.mark.parametrize("kind, retry_after, expected", [

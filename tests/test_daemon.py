@@ -27,9 +27,8 @@ from typing import Callable
 
 import pytest
 
-from system1_gateway import client, daemon, daemon_files
-
 from conftest import run_cli
+from system1_gateway import client, daemon, daemon_files
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self/environ").exists()
 

@@ -8,14 +8,14 @@ import os
 
 import pytest
 
+from conftest import require, run_cli
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.errors import ProviderTimeout
 from system1_gateway.model import parse_judge
-from system1_gateway.results import judge_result_adapter
 from system1_gateway.providers.embedded import EmbeddedProvider, assets, prompts
+from system1_gateway.results import judge_result_adapter
 
-from conftest import require, run_cli
 
 @pytest.fixture
 def needs_llm_fixture():
@@ -237,7 +237,7 @@ def test_fast_tier_reads_bert_special_tokens_in_text_as_text():
 
     def ids(tokenizer, text):
         enc = tokenizer.encode(text)
-        return [i for i, m in zip(enc.ids, enc.attention_mask) if m]  # padding aside
+        return [i for i, m in zip(enc.ids, enc.attention_mask, strict=False) if m]  # padding aside
 
     engine = FastEngine(1)
     default = Tokenizer.from_file(str(assets.TOKENIZER_PATH))

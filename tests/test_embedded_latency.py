@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.model import parse_judge
 from system1_gateway.providers.embedded import EmbeddedProvider, assets, prompts
-
-from conftest import require
 
 # The four routing questions exactly as the hooks will send them (copied from the dev set's
 # question texts: the repository is tested without ../shared).

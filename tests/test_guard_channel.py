@@ -406,7 +406,7 @@ def test_a_flood_of_silent_connections_does_not_shut_the_owner_out(write_config,
     p.start()
     port = int(p.announced()[1])
     held = []
-    for i in range(400):
+    for _i in range(400):
         s = socket.create_connection(("127.0.0.1", port))
         s.sendall(b"0123")  # half a header, never finished
         held.append(s)

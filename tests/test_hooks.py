@@ -8,19 +8,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from system1_gateway import daemon_files
+from system1_gateway.config import tables as settings
 from system1_gateway.config.settings import load_config
 from system1_gateway.errors import ConfigError
-from system1_gateway.config import tables as settings
 from system1_gateway.hooks import skills
-from system1_gateway.routing import rule
 from system1_gateway.hooks.route import FEATURE_WORDS, hint_line
+from system1_gateway.routing import rule
 
 LONG = "Explain how the retry logic in src/net/client.py decides when to give up on a request"
 HINT = "System-1 routing hint:"

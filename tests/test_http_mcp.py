@@ -32,13 +32,13 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import ROOT, require
+from helpers.serve import KEY, call, running, serving, wait_ready
 from system1_gateway.core import Gateway
 from system1_gateway.http.app import create_app
 from system1_gateway.http.mcp import McpFace
 from system1_gateway.http.security import loopback_hosts
 from system1_gateway.http.serving import _bind
 from system1_gateway.mcp_server import build_server
-from helpers.serve import KEY, call, running, serving, wait_ready
 from test_mcp import TOOLS, call_every_tool
 
 TOOLS_DIR = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))

@@ -3,7 +3,6 @@
 import subprocess
 import sys
 
-
 HEAVY = ["cyllama", "onnxruntime", "numpy", "httpx", "mcp", "tokenizers", "rich", "tree_sitter"]
 
 SCRIPT = """

@@ -15,11 +15,10 @@ import sys
 import threading
 import time
 
-from system1_gateway import client, daemon_files
-from system1_gateway.paths import state_dir
-
 from conftest import run_cli
 from helpers.daemon import route
+from system1_gateway import client, daemon_files
+from system1_gateway.paths import state_dir
 
 DEADLINE_S = 4.0
 # A first rung that fails and cools (so the state file is being written when the kill

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 
 import pytest
-import timing
 
+import timing
 from conftest import ROOT
 
 COMMAND_2 = re.compile(r"^rm -rf dist src/\*\.egg-info && python3 -m venv --clear \.venv.*$", re.M)

@@ -23,10 +23,10 @@ import pytest
 import uvicorn
 
 from conftest import ROOT, require
+from helpers.serve import wait_ready
 from system1_gateway.http.app import create_app
 from system1_gateway.http.security import loopback_hosts
 from system1_gateway.http.serving import _bind
-from helpers.serve import wait_ready
 from test_http_mcp import NODE, TOOLS_DIR, serve, with_error_fixture  # noqa: F401  (serve: the fixture)
 
 SUITE = TOOLS_DIR / "conformance02" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
@@ -86,7 +86,7 @@ def baseline_entries(text: str | None = None) -> list[re.Match]:
     lines = (text if text is not None else BASELINE.read_text()).splitlines()
     items = [line for line in lines if line.lstrip().startswith("- ")]
     entries = [ENTRY.match(line) for line in items]
-    assert all(entries), [line for line, m in zip(items, entries) if not m]  # each: scenario:check  # reason
+    assert all(entries), [line for line, m in zip(items, entries, strict=False) if not m]  # each: scenario:check  # reason
     return entries  # type: ignore[return-value]
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, require
-from system1_gateway.insight import transcripts as tr
 from system1_gateway.insight import outcomes
+from system1_gateway.insight import transcripts as tr
 from system1_gateway.learn import commands
 
 DATA = ROOT / "tests" / "data" / "transcripts"
@@ -62,7 +62,7 @@ def check_expected(proposals: list[outcomes.Proposal]) -> None:
     for description, rows in EXPECTED.items():
         got = seen[description]
         assert len(got) == len(rows), (description, got)
-        for (outcome, doubtful, tier, reason), actual in zip(rows, got):
+        for (outcome, doubtful, tier, reason), actual in zip(rows, got, strict=False):
             assert actual[:3] == (outcome, doubtful, tier), (description, actual)
             assert actual[3].startswith(reason), (description, actual)
 

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, not_the_installed_wheel
-
 import system1_gateway
+from conftest import ROOT, not_the_installed_wheel
 
 DIST = importlib.metadata.distribution("system1-gateway")
 PACKAGE = Path(system1_gateway.__file__).resolve().parent
@@ -39,9 +38,9 @@ def _in_wheel() -> set[str]:
 def _runtime_data() -> dict[str, Path]:
     """Every data file the code opens, named by the constant (or function) that opens it."""
     from system1_gateway import builtins, calibration, pi_install
-    from system1_gateway.routing import rule
     from system1_gateway.insight import prices
     from system1_gateway.providers.embedded import assets, heads
+    from system1_gateway.routing import rule
 
     files = {
         "calibration.SHIPPED_PATH": calibration.SHIPPED_PATH,

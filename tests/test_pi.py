@@ -16,8 +16,23 @@ import pytest
 
 from conftest import ROOT, require
 from mock_openai_chat import MockOpenAIChat, text_of, tool_messages
-from pi_harness import (CLI, EXAMPLE, EXTENSION, NODE22, PI073, PI16, PIS, TOOLS, TSC, PiHome, PiInstall, Rpc,
-                        call_tool, notified, statuses)
+from pi_harness import (
+    CLI,
+    EXAMPLE,
+    EXTENSION,
+    NODE22,
+    PI073,
+    PI16,
+    PIS,
+    TOOLS,
+    TSC,
+    PiHome,
+    PiInstall,
+    Rpc,
+    call_tool,
+    notified,
+    statuses,
+)
 
 # -- the extension's own checks ---------------------------------------------------------------
 

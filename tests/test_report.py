@@ -5,9 +5,9 @@ numbers, synthetic edge cases, prices, bad input, and the HTML page in headless 
 from __future__ import annotations
 
 import json
-import time
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest

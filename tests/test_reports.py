@@ -2,11 +2,10 @@
 
 import json
 
+from local_http import LocalServer, QuietHandler
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.base import BaseProvider
-
-from local_http import LocalServer, QuietHandler
 
 
 class Exploding(BaseProvider):

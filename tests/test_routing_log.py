@@ -3,8 +3,7 @@
 import os
 import stat
 
-from system1_gateway.routing import FEATURES, TIERS
-from system1_gateway.routing import log
+from system1_gateway.routing import FEATURES, TIERS, log
 
 
 def test_append_writes_private_lines_that_entries_read_back(tmp_path, monkeypatch):

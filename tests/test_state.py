@@ -9,12 +9,11 @@ import time
 
 import pytest
 
+from redis_server import RedisServer
 from system1_gateway.config.settings import parse_config_text
 from system1_gateway.errors import ConfigError
 from system1_gateway.state import Cooling, MemoryState, SQLiteState, key_for, target_keys
 from system1_gateway.state.redis_store import RedisState, public_url
-
-from redis_server import RedisServer
 
 KEYS = target_keys("https://engine.example key:K", "m1")
 
@@ -138,7 +137,6 @@ def test_per_model_failures_cool_the_model_the_rest_the_endpoint():
 ])
 def test_rungs_on_one_target_share_its_cooldown(mode, b_model, b_tried):
     from fault_engine import FaultEngine
-
     from system1_gateway.config.settings import Config, GatewaySettings
     from system1_gateway.core import Gateway
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT, run_cli
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
-
-from conftest import ROOT, run_cli
 
 BILLING = {"type": "noul", "instructions": "Is this support message about billing?",
            "criteria": {"true": "Billing: charges, invoices, refunds, payment methods, plans and prices.",

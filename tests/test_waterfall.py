@@ -9,10 +9,9 @@ import time
 
 import pytest
 
+from fault_engine import FaultEngine, closed_port
 from system1_gateway.core import Gateway
 from system1_gateway.results import judge_result_adapter
-
-from fault_engine import FaultEngine, closed_port
 
 DEADLINE_S = 2.0
 TIMEOUT_S = 1.0

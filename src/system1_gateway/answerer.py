@@ -19,6 +19,7 @@ on the in-process path.
 from __future__ import annotations
 
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any

@@ -17,10 +17,13 @@ import sys
 from typing import Any, BinaryIO
 
 from . import __codename__, __version__, bounded_json
-from .console import EXIT_FAILED, EXIT_INVALID, EXIT_OK, exit_code as _exit_code, invalid as _invalid
+from .console import EXIT_FAILED, EXIT_INVALID, EXIT_OK
 from .console import JsonArgumentParser as _Parser
 from .console import emit as _emit
+from .console import exit_code as _exit_code
+from .console import invalid as _invalid
 from .errors import CONFIG_ERROR, INVALID_REQUEST
+
 
 def _parser() -> _Parser:
     parser = _Parser(prog="system1", description="System-1 Gateway: fast typed decisions with probabilities.")
@@ -608,7 +611,8 @@ def _cmd_install_pi(args: argparse.Namespace) -> int:
 
 
 def _cmd_smoke(args: argparse.Namespace) -> int:
-    from .smoke import DEFAULT_QUESTION, main as smoke
+    from .smoke import DEFAULT_QUESTION
+    from .smoke import main as smoke
 
     if args.options is not None and len(args.options) < 2:
         _emit(_invalid("--options: give two or more options"), args.pretty)

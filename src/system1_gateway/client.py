@@ -20,6 +20,7 @@ import json
 import os
 import socket
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any
@@ -68,7 +69,8 @@ def _number(value: Any, default: float, low: float, high: float) -> float:
 def peek() -> Settings:
     """The fast path's settings. A broken file gives the defaults: whoever answers (the
     daemon, or the in-process gateway) reports the config error itself."""
-    from .config import file as config_file, tables as config_tables
+    from .config import file as config_file
+    from .config import tables as config_tables
 
     try:
         data = config_file.load() or {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any, NoReturn, TextIO

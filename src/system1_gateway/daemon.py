@@ -34,9 +34,22 @@ from urllib.parse import urlsplit
 from . import __version__
 from .addresses import http_url
 from .client import Daemon, DaemonUnavailable
+from .daemon_files import (
+    LOCK_FD_ENV,
+    daemon_dir,
+    daemon_token,
+    fingerprint,
+    lock_held,
+    lock_path,
+    log_path,
+    new_token,
+    pid_alive,
+    pid_path,
+    port_path,
+    read_port,
+    write_private,
+)
 from .paths import private_dir
-from .daemon_files import (LOCK_FD_ENV, daemon_dir, daemon_token, fingerprint, lock_held, lock_path, log_path,
-                           new_token, pid_alive, pid_path, port_path, read_port, write_private)
 
 if TYPE_CHECKING:
     import subprocess
@@ -454,7 +467,8 @@ def restart() -> dict[str, Any]:
 
 def autostart_enabled(environ: dict[str, str] | None = None) -> bool:
     """`[serve] autostart`, as every fast path reads it (config_tables.autostart)."""
-    from .config import file as config_file, tables as config_tables
+    from .config import file as config_file
+    from .config import tables as config_tables
 
     try:
         data = config_file.load() or {}

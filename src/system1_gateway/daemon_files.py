@@ -34,13 +34,13 @@ import json
 import os
 import sys
 from pathlib import Path
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
 from . import bounded_json
 from .paths import config_path, sha256, state_dir, write_atomic
-
 
 # The lock's descriptor, handed by `daemon start` to the `daemon run` it spawns.
 LOCK_FD_ENV = "SYSTEM1_DAEMON_LOCK_FD"

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import bounded_json
-from . import builtins
+from . import bounded_json, builtins
 from .chain import NO_USAGE, Outcome
 from .model import JudgeRequest
 

@@ -16,7 +16,6 @@ import ray
 from .chunks import Chunk
 from .worker import Worker
 
-
 MAX_BLOCKS = 10_000  # 10 M rows at the default 1 000 rows per batch
 
 

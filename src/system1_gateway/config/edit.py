@@ -16,10 +16,10 @@ from typing import Callable
 import tomlkit
 
 from .. import consent
-from .settings import parse_config_text
 from ..errors import ConfigError
 from ..paths import config_path, write_atomic
 from ..providers import KINDS
+from .settings import parse_config_text
 
 BILLED_KINDS = consent.BILLED_KINDS
 

@@ -14,7 +14,13 @@ from __future__ import annotations
 import json
 
 from .. import bounded_json
-from ..paths import LocationError, config_path, sha256, state_file, write_atomic  # the builtin sha256: no OpenSSL import
+from ..paths import (  # the builtin sha256: no OpenSSL import
+    LocationError,
+    config_path,
+    sha256,
+    state_file,
+    write_atomic,
+)
 
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
-from . import tables as hook_settings
 from ..model import describe_validation_error
 from ..paths import LocationError, config_path
+from . import tables as hook_settings
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 

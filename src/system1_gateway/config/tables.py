@@ -12,6 +12,7 @@ says why (at length once per session). SessionStart tells the user once per sess
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any

@@ -38,14 +38,15 @@ import json
 import os
 import stat
 import sys
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from . import common
-from .common import NoAnswer, Run
 from ..routing import TIERS, gate
 from ..routing.rule import RuleError, decide
+from . import common
+from .common import NoAnswer, Run
 
 TRANSCRIPT_TAIL = 256 << 10  # bytes of the transcript read for the spawning loop's model
 AGENT_FILES = 200  # agent definitions looked at per folder, at most

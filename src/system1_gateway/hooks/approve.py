@@ -23,6 +23,7 @@ why not, the number of parts, the permission mode, the time taken. `system1 repo
 from __future__ import annotations
 
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any

@@ -60,6 +60,7 @@ import selectors
 import socket
 import threading
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any

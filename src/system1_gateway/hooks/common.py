@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any, Callable

@@ -39,15 +39,15 @@ import os
 import re
 import sys
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any
 
-from . import common
-from .common import NoAnswer, Run
 from .. import paths
 from ..config import tables as config_tables
-
+from . import common
+from .common import NoAnswer, Run
 
 AUTO = "auto"  # Claude Code's permission mode with its own classifier
 

@@ -27,13 +27,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any
 
+from ..routing.rule import RuleError, apply_rule
 from . import common, skills
 from .common import NoAnswer, Run
-from ..routing.rule import RuleError, apply_rule
 
 NONE_SKILL = "none"
 NONE_DESCRIPTION = "None of the listed skills fits this request."

@@ -51,6 +51,7 @@ import os
 import sys
 import threading
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any, BinaryIO

@@ -16,6 +16,7 @@ plugin's launcher (hooks/session-start.sh) before Python is even looked for.
 from __future__ import annotations
 
 import sys
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any

@@ -23,9 +23,9 @@ from .. import __version__
 from ..core import Gateway, freeze_heap
 from ..errors import INVALID_REQUEST
 from ..logs import LOGGER, printable, request_id_var
-from .prometheus import Metrics, Observed, face_var
 from ..model import DecideRequest, JudgeRequest
 from .mcp import McpFace, transport_security
+from .prometheus import Metrics, Observed, face_var
 from .routes import REF, add_routes, guard_responses
 from .security import AUTHENTICATED, MAX_BODY, Guard, http_error
 
@@ -132,8 +132,8 @@ def create_app(gateway: Gateway, *, api_key: str | None = None, token: str | Non
     secret) and `session` (this daemon start's): each one is accepted as the bearer key; with none, no key is asked. `allowed_hosts`: the Host header values accepted (None: any; `Serving`
     passes the loopback names with the bound port). `mcp_server`: an already built MCP
     server to mount at /mcp (default: `mcp_server.build_server` on this gateway)."""
-    from .jev_wire import router as jev_router
     from ..mcp_server import build_server
+    from .jev_wire import router as jev_router
 
     hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
     metrics = Metrics(gateway)

@@ -31,8 +31,14 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import bounded_json
 from ..errors import (
-    ALL_COOLING, CONFIG_ERROR, DEADLINE_EXCEEDED, INTERNAL_ERROR, INVALID_REQUEST,
-    MALFORMED_RESPONSE, PROVIDER_ERROR, PROVIDER_TIMEOUT,
+    ALL_COOLING,
+    CONFIG_ERROR,
+    DEADLINE_EXCEEDED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    MALFORMED_RESPONSE,
+    PROVIDER_ERROR,
+    PROVIDER_TIMEOUT,
 )
 from ..logs import LOGGER
 from ..model import JudgeRequest

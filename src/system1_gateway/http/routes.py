@@ -20,12 +20,19 @@ from pydantic import BaseModel
 from .. import __version__, bounded_json
 from ..core import Gateway, error_result
 from ..errors import (
-    ALL_COOLING, CONFIG_ERROR, DEADLINE_EXCEEDED, INTERNAL_ERROR, INVALID_REQUEST, MALFORMED_RESPONSE,
-    PROVIDER_ERROR, PROVIDER_TIMEOUT, InvalidRequest,
+    ALL_COOLING,
+    CONFIG_ERROR,
+    DEADLINE_EXCEEDED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    MALFORMED_RESPONSE,
+    PROVIDER_ERROR,
+    PROVIDER_TIMEOUT,
+    InvalidRequest,
 )
-from .prometheus import CONTENT_TYPE
 from ..model import DecideRequest, JudgeRequest
 from ..results import DecideResponse, HealthResult, JudgeResult, StatusResult
+from .prometheus import CONTENT_TYPE
 from .security import AUTHENTICATED, HttpError
 
 REF = "#/components/schemas/{model}"

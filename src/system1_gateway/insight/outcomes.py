@@ -34,7 +34,14 @@ from typing import Any, Iterable
 
 from .. import bounded_json
 from .transcripts import (
-    AgentModel, SpawnCall, SpawnResult, Stats, TaskNotification, default_root, iter_files, iter_spawn_events,
+    AgentModel,
+    SpawnCall,
+    SpawnResult,
+    Stats,
+    TaskNotification,
+    default_root,
+    iter_files,
+    iter_spawn_events,
     model_family,
 )
 

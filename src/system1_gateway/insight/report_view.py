@@ -113,10 +113,10 @@ def charts(report: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     fig, ax = plt.subplots(figsize=(8, 3.4))
     bottom = [0.0] * len(days)
-    for tier, color in zip(TIERS, ("#2ca02c", "#1f77b4", "#9467bd", "#d62728")):
+    for tier, color in zip(TIERS, ("#2ca02c", "#1f77b4", "#9467bd", "#d62728"), strict=True):
         values = [d["cost"][tier] for d in days]
         ax.bar(labels, values, bottom=bottom, label=tier, color=color)
-        bottom = [b + v for b, v in zip(bottom, values)]
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set(title="Subagent cost by tier over time", ylabel="USD (API list prices)")
     ax.legend(fontsize=8)
     ax.tick_params(axis="x", labelrotation=45, labelsize=8)

@@ -54,7 +54,7 @@ def read_sets(paths: list[str], limit: int | None) -> tuple[list[dict[str, Any]]
                and _is_json(line)]
         per_task: dict[str, int] = defaultdict(int)
         for g in groups.values():
-            for state, y, number in zip(g.states, g.y, g.lines):
+            for state, y, number in zip(g.states, g.y, g.lines, strict=True):
                 item = raw[number - 1] if number - 1 < len(raw) else {}
                 task = str(item.get("task") or path.stem)
                 if limit and per_task[task] >= limit:
@@ -103,8 +103,8 @@ def ask_all(items: list[dict[str, Any]], providers: list[str], cache: Cache, thr
             console: Any) -> tuple[list[dict[str, Any]], int]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from ..config.settings import load_config
     from .. import answerer
+    from ..config.settings import load_config
     from ..model import answer_labels, parse_judge
 
     config = load_config()

@@ -52,7 +52,7 @@ def _from_labels_file(path: Path) -> tuple[list[tuple[Any, dict[str, Any], str, 
         labels = _labels(g.question)
         question = g.question.model_dump(mode="json", exclude_none=True)
         name = ", ".join(sorted(g.names)) or g.key
-        rows.extend((state, question, labels[y], name) for state, y in zip(g.states, g.y))
+        rows.extend((state, question, labels[y], name) for state, y in zip(g.states, g.y, strict=True))
     return rows, rejected
 
 
@@ -77,8 +77,8 @@ def raw_answers(rows: list[tuple[Any, dict[str, Any], str, str]], provider: str 
                 console: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """The engine's raw (uncalibrated) answer to each row: one request per distinct state.
     Returns one record per answered row and the errors."""
-    from ..config.settings import load_config
     from .. import answerer
+    from ..config.settings import load_config
     from ..model import parse_judge
 
     by_state: dict[str, list[int]] = {}
@@ -296,8 +296,8 @@ def _load_proposals(path: str, items: list[Item]) -> list[Item]:
 
 
 def _propose_with(rung: str, items: list[Item], console: Any) -> None:
-    from ..config.settings import load_config
     from .. import answerer
+    from ..config.settings import load_config
 
     with answerer.gateway(load_config(), record=False) as gw, _progress(console, len(items), f"proposals from {rung}") as advance:
         for item in items:

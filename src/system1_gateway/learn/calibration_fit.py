@@ -208,7 +208,7 @@ def reliability_png(rows: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]], 
     except ImportError:
         return None
     fig, axes = plt.subplots(len(rows), 2, figsize=(9, 3.6 * len(rows)), squeeze=False)
-    for (rel, cov), (title, raw, cal, y) in zip(axes, rows):
+    for (rel, cov), (title, raw, cal, y) in zip(axes, rows, strict=True):
         rel.plot([0, 1], [0, 1], color="#999", lw=1, ls="--")
         for probs, label, color in ((raw, "engine", "#d62728"), (cal, "calibrated", "#1f77b4")):
             pts = metrics.reliability(probs, y)

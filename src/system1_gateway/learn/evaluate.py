@@ -92,8 +92,8 @@ class _Asker:
     """The engine, in this process, answering the four features of one text."""
 
     def __init__(self, provider: str | None):
-        from ..config.settings import load_config
         from .. import answerer
+        from ..config.settings import load_config
 
         self.config = load_config()
         self.gw = answerer.gateway(self.config, record=False)
@@ -167,8 +167,8 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     from ..config import tables as config_tables
 
     routing_bar = config_tables.load()[0]["routing"]["min_confidence"]
-    from ..config.settings import load_config
     from .. import answerer
+    from ..config.settings import load_config
 
     with answerer.gateway(load_config(), record=False) as check:
         check.chain(args.provider)  # a bad --provider fails here, before any engine loads
@@ -196,7 +196,7 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
         if not rows:
             features[name] = {"n": 0}
             continue
-        p, conf, bars, truth = (np.asarray(col) for col in zip(*rows))
+        p, conf, bars, truth = (np.asarray(col) for col in zip(*rows, strict=True))
         truth = truth.astype(bool)
         right = (p >= 0.5) == truth
         kept = conf >= bars

@@ -21,7 +21,14 @@ from scipy import sparse
 from threadpoolctl import threadpool_limits
 
 from ..providers.embedded.heads import (
-    CHAR_DIM, EMBED_DIM, FEATURE_VERSION, FORMAT, Head, char_features, similarities, softmax,
+    CHAR_DIM,
+    EMBED_DIM,
+    FEATURE_VERSION,
+    FORMAT,
+    Head,
+    char_features,
+    similarities,
+    softmax,
 )
 from . import metrics
 from .metrics import fit_temperature

@@ -68,7 +68,7 @@ def _feature_items(entry: dict[str, Any], origin: str, text: str, ident: str,
 
 def from_routing_log(path: Path | None = None) -> Iterator[Item]:
     """Every labellable item the hooks logged, oldest first."""
-    for number, entry in routing_log.entries(path):
+    for _number, entry in routing_log.entries(path):
         source = entry.get("source")
         if source in ("prompt", "agent"):
             text = entry.get("prompt")
@@ -108,7 +108,7 @@ def from_jsonl(requests: Path, results: Path | None = None) -> Iterator[Item]:
     answers_by_line: dict[int, dict[str, Any]] = {}
     if results is not None:
         answers_by_line = {i: e.get("answers") or {} for i, (_, e) in enumerate(_lines(results))}
-    for index, (number, request) in enumerate(_lines(requests)):
+    for index, (_number, request) in enumerate(_lines(requests)):
         state, questions = request.get("state"), request.get("questions")
         if not isinstance(questions, dict):
             continue

@@ -22,7 +22,8 @@ import json
 import sys
 from typing import Any
 
-from .evaluate import EXIT_INVALID, EXIT_NOT_READY, EXIT_READY as EXIT_OK, Refused, evaluate
+from .evaluate import EXIT_INVALID, EXIT_NOT_READY, Refused, evaluate
+from .evaluate import EXIT_READY as EXIT_OK
 
 FEATURE_KEYS = ("n", "accuracy_at_threshold", "threshold", "coverage")
 

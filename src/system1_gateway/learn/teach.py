@@ -113,8 +113,8 @@ def zero_shot(groups: list[Group], progress: Any = None) -> dict[str, np.ndarray
 def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
           console: Any = None, force: bool = False) -> tuple[dict[str, Any], int]:
     """Fits and writes the heads; (the JSON summary, exit code)."""
-    from ..providers.embedded.fast import FastEngine
     from ..providers.embedded import usable_cpus
+    from ..providers.embedded.fast import FastEngine
 
     groups, rejected = read_labels(path)
     refused = problems(groups)
@@ -181,7 +181,7 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
         meta = {"name": head_name(g), "question_hash": g.key, "builtin": builtin, "type": g.question.type,
                 "instructions": g.question.instructions, "cascade": cascade,
                 "training": {"n": int(len(y)), "classes": np.bincount(y, minlength=len(labels)).tolist(),
-                             "data_sha256": fit.data_hash([(t, labels[i]) for t, i in zip(g.texts, y)]),
+                             "data_sha256": fit.data_hash([(t, labels[i]) for t, i in zip(g.texts, y, strict=True)]),
                              "source": path.name, "adapted_from": base_head.name if kind == "adapted" else None},
                 "metrics": {"cv_k": k, "head": entry["head_cv"], "adapted": entry.get("adapted_cv"),
                             "current": entry.get("current"), "zero_shot": entry.get("zero_shot")}}

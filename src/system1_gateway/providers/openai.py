@@ -162,7 +162,7 @@ class OpenAIProvider(BaseProvider):
                 raise MalformedAnswer(f"{self.name}: response is not a decision object")
             if len(got) != len(batch):
                 raise MalformedAnswer(f"{self.name}: {len(got)} answers for {len(batch)} questions")
-            for (qid, q), raw in zip(batch, got):  # by position: `name` may be null
+            for (qid, q), raw in zip(batch, got, strict=False):  # by position: `name` may be null
                 answers[qid] = self._answer(q, raw)
             reported = getattr(resp, "model", None)
             model = reported if isinstance(reported, str) and reported else model

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from pathlib import Path

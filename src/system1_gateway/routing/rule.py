@@ -10,6 +10,7 @@ compiled and executed in a fresh namespace (no import machinery, ≈ 0.2 ms), an
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any

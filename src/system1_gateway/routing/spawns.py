@@ -15,6 +15,7 @@ Stdlib only; reading never raises (an unreadable log has no spawns, a bad line i
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False  # `typing` costs ≈ 5 ms at import: annotations only (they are never evaluated)
 if TYPE_CHECKING:
     from pathlib import Path

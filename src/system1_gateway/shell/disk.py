@@ -48,6 +48,7 @@ import os
 import re
 import stat
 import time
+
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any
@@ -352,7 +353,7 @@ _RM_FLAGS = re.compile(r"^-[rRfvdI]+$|^--(recursive|force|verbose|dir|one-file-s
 
 def _rm(judged: Judged, words: list[str], texts: list[str], root: str) -> _Check | None:
     recursive, named, options = False, [], True
-    for w, t in zip(words[1:], texts[1:]):
+    for w, t in zip(words[1:], texts[1:], strict=True):
         if options and w == "--":
             options = False
         elif options and w.startswith("-") and w != "-":
@@ -427,8 +428,8 @@ def _git(judged: Judged, sub: str, args: list[str], texts: list[str], root: str)
         at = args.index("--") if "--" in args else len(args)
         if not all(_RESTORE_FLAGS.match(a) for a in args[:at] if a.startswith("-")):
             return None
-        given = [(a, t) for a, t in zip(args[:at], texts[:at]) if not a.startswith("-")]
-        given += list(zip(args[at + 1:], texts[at + 1:]))
+        given = [(a, t) for a, t in zip(args[:at], texts[:at], strict=True) if not a.startswith("-")]
+        given += list(zip(args[at + 1:], texts[at + 1:], strict=True))
         paths = _paths([a for a, _ in given], [t for _, t in given], root)
         return _unchanged(judged, paths, root) if paths else None
     if sub == "stash":
@@ -450,7 +451,7 @@ def _git(judged: Judged, sub: str, args: list[str], texts: list[str], root: str)
 
 def _paths(args: list[str], texts: list[str], root: str) -> list[str] | None:
     out = []
-    for a, t in zip(args, texts):
+    for a, t in zip(args, texts, strict=True):
         rel = _path(a, t, root, dot=True)
         if rel is None:
             return None

@@ -81,7 +81,7 @@ class Policy:
             for name in rule.commands:
                 self.by_command.setdefault(name, []).append(rule)
         anywhere = [r for r in self.rules if "*" in r.commands]
-        for name, rules in self.by_command.items():
+        for rules in self.by_command.values():
             order = {id(r): i for i, r in enumerate(self.rules)}
             merged = {id(r): r for r in rules + anywhere}
             rules[:] = sorted(merged.values(), key=lambda r: order[id(r)])
@@ -168,7 +168,7 @@ class Policy:
             if list(pool[:len(tokens)]) == list(tokens):
                 return True
             if dashed and len(pool) >= len(tokens) and all(  # `git merge --abo` is `--abort` to git
-                    w == t or (t.startswith("--") and _abbreviates(w, t)) for w, t in zip(pool, tokens)):
+                    w == t or (t.startswith("--") and _abbreviates(w, t)) for w, t in zip(pool, tokens, strict=False)):
                 return True
         return False
 

@@ -323,7 +323,7 @@ class _Reader:
         """`{rm,-rf,~/w}` where a command stands: bash expands it into the command's words, the
         grammar reads an error; the expanded text is read as a command line of its own."""
         children = node.children
-        for brace, after in zip(children, children[1:]):
+        for brace, after in zip(children, children[1:], strict=False):
             if brace.type == "{" and after.start_byte == brace.end_byte:
                 raw = self.src[brace.start_byte:after.end_byte].decode("utf-8", "replace")
                 m = re.match(r"((?:[^\s'\"\\]|\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\")+)(.*)", raw, re.S)
@@ -656,7 +656,7 @@ class _Reader:
         if plan.inner_at:  # the wrapper itself only runs what it wraps
             inner = part.slice(plan.inner_at, plan.inner_end, base)
             if base == "env":
-                inner.assigns.extend(t for w, t in zip(part.words[1:plan.inner_at], part.texts[1:plan.inner_at])
+                inner.assigns.extend(t for w, t in zip(part.words[1:plan.inner_at], part.texts[1:plan.inner_at], strict=True)
                                      if w is not None and _ASSIGNMENT.match(w))
             self.resolve(inner, level, [(i - plan.inner_at, n) for i, n in dynamic if i >= plan.inner_at],
                          producer, piped)
@@ -859,7 +859,7 @@ def _first_brace(word: str) -> tuple[int, int, list[str]] | None:
             if k < n and depth == 0:
                 if commas:
                     bounds = [i, *commas, k]
-                    return i, k, [word[a + 1:b] for a, b in zip(bounds, bounds[1:])]
+                    return i, k, [word[a + 1:b] for a, b in zip(bounds, bounds[1:], strict=False)]
                 seq = _sequence(word[i + 1:k])
                 if seq is not None:
                     return i, k, seq

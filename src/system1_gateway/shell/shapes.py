@@ -135,7 +135,7 @@ def doubt(rule_id: str, part: Part, abbreviated: frozenset[str] = frozenset()) -
         return _help(base, words)
     if base not in PLAIN:
         previous = ""
-        for w, text in zip(words[1:], part.texts[1:]):
+        for w, text in zip(words[1:], part.texts[1:], strict=True):
             if w is None and not _fixed_start(text) and not (
                     base in VALUES_AT_RUN_TIME and previous.startswith("--") and "=" not in previous
                     and text.startswith('"') and text.endswith('"')):

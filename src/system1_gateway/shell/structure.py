@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .policy import CURRENT, Verdict, decide
 from .inline import scan as inline_scan
+from .policy import CURRENT, Verdict, decide
 from .read import Part, Reading, read, shorten
 
 MAX_ENGINE_PARTS = 32  # distinct parts asked of the engine; beyond, the answer is unsure

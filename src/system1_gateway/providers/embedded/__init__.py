@@ -336,7 +336,7 @@ class EmbeddedProvider(BaseProvider):
                     if not spare:
                         raise
                     continue
-                for i, p in zip(group, probs):
+                for i, p in zip(group, probs, strict=False):
                     asks[i].probs = p
         except EngineTimeout as exc:
             raise ProviderTimeout(f"{self.name}: {exc}") from None
@@ -403,7 +403,7 @@ class EmbeddedProvider(BaseProvider):
         return [None if h is None else
                 (h, h.probs(embeddings[h.reading], chars,
                             similarities(embeddings[h.reading], engine.options(option_texts(q)))))
-                for q, h in zip(questions, heads)]
+                for q, h in zip(questions, heads, strict=False)]
 
     def prefetch(self, requests: list[Any]) -> int:
         """The batch path (`judge --jsonl`, `bulk`): computes ahead, in a few batched runs of
@@ -450,7 +450,7 @@ class EmbeddedProvider(BaseProvider):
         zero_shot = self._zero_shot([questions[i] for i in asked], state_text, deadline, timeout_s,
                                     [escalate[i] for i in asked]) if asked else []
         out: list[Any] = [None if h is None else (f"head:{h[0].name}", h[1]) for h in headed]
-        for i, (tier, probs) in zip(asked, zero_shot):
+        for i, (tier, probs) in zip(asked, zero_shot, strict=False):
             if not escalate[i]:
                 out[i] = (tier, probs)
             elif probs is None or tier.endswith("-only"):
@@ -468,13 +468,13 @@ class EmbeddedProvider(BaseProvider):
         probabilities None). `spare[i]`: the question has an answer already (a head's), so
         the llm answers it only while time allows."""
         routes = [self._route(q) for q in questions]
-        fast = [None if r == "llm" else self._ask_fast(q, state_text) for q, r in zip(questions, routes)]
-        want = [i for i, (r, f) in enumerate(zip(routes, fast))
+        fast = [None if r == "llm" else self._ask_fast(q, state_text) for q, r in zip(questions, routes, strict=False)]
+        want = [i for i, (r, f) in enumerate(zip(routes, fast, strict=False))
                 if r == "llm" or (r == "blend" and f is not None and f.max() < self.settings.fast_accept)]
         llm = self._llm_asks([questions[i] for i in want], state_text, deadline,
                              [fast[i] is not None or spare[i] for i in want], timeout_s) if want else []
         out: list[Any] = [("fast", f) for f in fast]
-        for i, p in zip(want, llm):
+        for i, p in zip(want, llm, strict=False):
             if p is None:
                 out[i] = ("unprepared", None) if fast[i] is None else ("fast-only", fast[i])
             else:
@@ -490,7 +490,7 @@ class EmbeddedProvider(BaseProvider):
         qids = list(request.questions)
         decided = self._decide_all([request.questions[q] for q in qids], state_text, deadline, timeout_s)
         pending = set(self._pending())
-        for qid, (tier, probs) in zip(qids, decided):
+        for qid, (tier, probs) in zip(qids, decided, strict=False):
             question = request.questions[qid]
             labels = answer_labels(question)
             if tier == "unprepared":
@@ -593,7 +593,7 @@ def _model_of(tiers: str) -> str:
 
 
 def _answer(qtype: str, labels: list[str], probs: Any, tier: str) -> dict[str, Any]:
-    dist = {label: float(p) for label, p in zip(labels, probs)}
+    dist = {label: float(p) for label, p in zip(labels, probs, strict=False)}
     rationale = f"embedded {tier}: " + ", ".join(f"{k}={v:.2f}" for k, v in dist.items())
     if qtype == "noul":
         return {"type": "noul", "p_true": dist["true"], "rationale": rationale}

@@ -415,7 +415,7 @@ class LlmEngine:
                 slots = [self._prefix_slot(ptoks) for ptoks, _ in encoded]
                 batch = cy.LlamaBatch(n_tokens=sum(len(st) for _, st in encoded), embd=0, n_seq_max=1)
                 last, k = [], 0
-                for seq, slot, (ptoks, stoks) in zip(self._branch_seqs, slots, encoded):
+                for seq, slot, (ptoks, stoks) in zip(self._branch_seqs, slots, encoded, strict=False):
                     self.ctx.memory_seq_rm(seq, -1, -1)
                     self.ctx.memory_seq_cp(slot.seq, seq, -1, -1)
                     for j, tok in enumerate(stoks):
@@ -426,7 +426,7 @@ class LlmEngine:
                 self.ctx.decode(batch)
                 self.tokens_per_s = 0.7 * self.tokens_per_s + 0.3 * k / max(1e-6, time.perf_counter() - t0)
                 out = []
-                for idx, first in zip(last, firsts):
+                for idx, first in zip(last, firsts, strict=False):
                     lp = np.asarray(self.ctx.get_logits_ith(idx), dtype=np.float64)
                     lp -= lp.max()
                     lp -= np.log(np.exp(lp).sum())

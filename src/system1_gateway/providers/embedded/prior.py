@@ -114,7 +114,7 @@ class QuestionPrior:
                 done[str(i)] = known
                 self._write_partial(key, done)
             answers.append(known)
-        ref = [sum(col) / len(answers) for col in zip(*answers)]
+        ref = [sum(col) / len(answers) for col in zip(*answers, strict=False)]
         with self._lock:
             for i in range(len(texts)):
                 self._partial.pop((key, str(i)), None)
