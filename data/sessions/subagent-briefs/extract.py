@@ -1,7 +1,7 @@
 """Subagent briefs from committed agent sessions, labelled `needed_edits` by what the subagent did
 (stdlib only). Kept apart from the routing heads' training data: nothing under data/heads reads it.
 
-    python extract.py --mirror /work/.mirror     # writes examples.jsonl and prints what it found
+    python extract.py --mirror /work/.mirror     # writes outcome-examples.jsonl, prints what it found
 
 A brief is the input of a subagent spawn: a Claude Code `Task` / `Agent` tool_use (`prompt`,
 `description`, `subagent_type`, `model`). Its label needs the subagent's own tool calls, its
@@ -114,6 +114,8 @@ def git(g: Path, *args: str) -> str:
 
 def build(mirror: Path) -> tuple[list[dict], Counter]:
     sources = json.loads((HERE / "sources.json").read_text())
+    if isinstance(sources, dict):  # {"outcome_search": [...], "collect": [...]}: this script reads the first
+        sources = sources["outcome_search"]
     seen: Counter = Counter()
     rows = []
     for src in sources:
@@ -159,7 +161,8 @@ def build(mirror: Path) -> tuple[list[dict], Counter]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
-    ap.add_argument("--out", type=Path, default=HERE / "examples.jsonl")
+    ap.add_argument("--out", type=Path, default=HERE / "outcome-examples.jsonl",
+                    help="outcome-labelled briefs; collect.py merges this file into examples.jsonl")
     a = ap.parse_args()
     rows, seen = build(a.mirror)
     with a.out.open("w") as fh:
