@@ -27,7 +27,6 @@ MiniLM embeddings keyed by the text's sha256): rerunning reads them back.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -48,57 +47,6 @@ from system1_gateway.providers.embedded.heads import STRUCT, WORD_DIM, option_te
 
 TASKS = ["read_only", "design", "review", "specified"]
 VARIANTS = ("base", "+words", "+struct", "ngrams", "ensemble")
-
-
-class Cache:
-    """MiniLM embeddings (first window, whole text) per text, on disk; mix = their normalised sum."""
-
-    def __init__(self, folder: Path, threads: int = 1):
-        self.path = folder / "minilm-windows.npz"
-        folder.mkdir(parents=True, exist_ok=True)
-        self.first: dict[str, np.ndarray] = {}
-        self.whole: dict[str, np.ndarray] = {}
-        if self.path.exists():
-            with np.load(self.path) as data:
-                for k, a, b in zip(data["keys"], data["first"], data["whole"]):
-                    self.first[str(k)], self.whole[str(k)] = a, b
-        self.threads = threads
-        self._engine = None
-
-    @staticmethod
-    def key(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-    def fill(self, texts: list[str]) -> None:
-        todo = [t for t in dict.fromkeys(texts) if self.key(t) not in self.first]
-        if not todo:
-            return
-        if self._engine is None:
-            from system1_gateway.providers.embedded.fast import FastEngine
-
-            self._engine = FastEngine(self.threads)
-        t0 = time.perf_counter()
-        for start in range(0, len(todo), 8):
-            part = todo[start:start + 8]
-            first, whole = self._engine._windows(part)
-            for t, a, b in zip(part, first, whole):
-                self.first[self.key(t)], self.whole[self.key(t)] = a.astype(np.float32), b.astype(np.float32)
-            if start % 200 == 0:
-                print(f"  embedded {start + len(part)}/{len(todo)} ({time.perf_counter() - t0:.0f} s)", flush=True)
-                self.save()
-        self.save()
-
-    def save(self) -> None:
-        keys = list(self.first)
-        tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.array(keys), first=np.vstack([self.first[k] for k in keys]),
-                 whole=np.vstack([self.whole[k] for k in keys]))
-        tmp.replace(self.path)
-
-    def mix(self, texts: list[str]) -> np.ndarray:
-        self.fill(texts)
-        m = np.vstack([self.first[self.key(t)] + self.whole[self.key(t)] for t in texts])
-        return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
 def struct_only(X: fit.Features) -> fit.Features:
@@ -168,7 +116,7 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=Path("/tmp/reader-cache"))
     ap.add_argument("--embed-only", action="store_true", help="fill the embedding cache and exit")
     args = ap.parse_args()
-    cache = Cache(args.cache)
+    cache = tbh.EmbeddingCache(args.cache)
     words_grid = fit.WORDS_WEIGHTS
     report: dict = json.loads(args.out.read_text()) if args.out.exists() else {}
     report.setdefault("tasks", {})
@@ -207,14 +155,15 @@ def main() -> int:
             else:
                 tf = {"base": lambda X: X, "+words": lambda X: X, "+struct": struct_only, "ngrams": no_embedding}[name]
                 words = (0.0,) if name == "base" else words_grid
+                grid = (fit.CHARS_WEIGHTS, fit.CS) if name == "base" else fit.WORDS_GRID
                 head = fit.fit_head(tf(X_train), y_train, ["true", "false"], {"name": b.name},
-                                    temperature_rows=t_rows, words=words)
+                                    temperature_rows=t_rows, words=words, grid=grid)
                 out["test"] = scores(fit.head_probs(tf(X_test), head), ys["test"])
                 out["chosen"] = {"chars_weight": head.meta["chars_weight"], "C": head.meta["C"],
                                  "words_weight": head.words_weight, "T": head.temperature}
                 if not args.no_dev_cv:
                     _, cal = fit.cross_validate(tf(X_dev), ys["dev"], 2, extra=tf(extra), extra_y=extra_y,
-                                                words=words)
+                                                words=words, grid=grid)
                     out["dev_cv"] = metrics.summary(cal, ys["dev"])
             out["seconds"] = round(time.perf_counter() - t0, 1)
             entry[name] = out
