@@ -65,6 +65,15 @@ def scores(probs: np.ndarray, y: np.ndarray) -> dict:
     return {**metrics.summary(probs, y), "at_bar": {"coverage": round(float((probs.max(1) >= 0.8).mean()), 4)}}
 
 
+def by_source(probs: np.ndarray, y: np.ndarray, sources: list[str]) -> dict:
+    """Held-out accuracy per source folder (a folder added later is told apart from the others)."""
+    out = {}
+    for source in sorted(set(sources)):
+        rows = np.array([s == source for s in sources])
+        out[source] = {"n": int(rows.sum()), "accuracy": round(metrics.accuracy(probs[rows], y[rows]), 4)}
+    return out
+
+
 def probs_of(logits: np.ndarray, T: float) -> np.ndarray:
     return np.apply_along_axis(softmax, 1, logits / T)
 
@@ -149,7 +158,8 @@ def main() -> int:
             out: dict = {}
             if name == "ensemble":
                 predict, out["chosen"] = ensemble_fit(X_train, y_train, t_rows, words_grid)
-                out["test"] = scores(predict(X_test), ys["test"])
+                out["_probs"] = predict(X_test)
+                out["test"] = scores(out["_probs"], ys["test"])
                 if not args.no_dev_cv:
                     out["dev_cv"] = metrics.summary(ensemble_cv(X_dev, ys["dev"], extra, extra_y, words_grid), ys["dev"])
             else:
@@ -158,13 +168,15 @@ def main() -> int:
                 grid = (fit.CHARS_WEIGHTS, fit.CS) if name == "base" else fit.WORDS_GRID
                 head = fit.fit_head(tf(X_train), y_train, ["true", "false"], {"name": b.name},
                                     temperature_rows=t_rows, words=words, grid=grid)
-                out["test"] = scores(fit.head_probs(tf(X_test), head), ys["test"])
+                out["_probs"] = fit.head_probs(tf(X_test), head)
+                out["test"] = scores(out["_probs"], ys["test"])
                 out["chosen"] = {"chars_weight": head.meta["chars_weight"], "C": head.meta["C"],
                                  "words_weight": head.words_weight, "T": head.temperature}
                 if not args.no_dev_cv:
                     _, cal = fit.cross_validate(tf(X_dev), ys["dev"], 2, extra=tf(extra), extra_y=extra_y,
                                                 words=words, grid=grid)
                     out["dev_cv"] = metrics.summary(cal, ys["dev"])
+            out["test_by_source"] = by_source(out.pop("_probs"), ys["test"], [d["source"] for d in test])
             out["seconds"] = round(time.perf_counter() - t0, 1)
             entry[name] = out
             print(f"{task:<10} {name:<9} held-out acc {out['test']['accuracy']:.3f} ECE {out['test']['ece']:.3f}"

@@ -11,7 +11,12 @@ from features of the evidence that cost almost nothing next to the accurate tier
     zero-shot, one feature per label): with few labels the head starts from the question's
     own meaning instead of from nothing.
 
-Logits are `W @ [embedding, chars, similarities] + b`, divided by the head's temperature (fitted by
+  * optionally (the routing heads since 0.4.0), the words block: hashed word 1-2-grams, the
+    opening words and a few structure features (word_features); a head file without `W_words`
+    has no such block and is computed exactly as before.
+
+Logits are `W @ [embedding, chars, similarities] + b` (`+ words_weight * W_words @ words` for a head
+with the words block), divided by the head's temperature (fitted by
 cross-validation, so the probabilities are honest) and soft-maxed. Training is in
 `learn/` (scikit-learn, never imported here); a head file is plain arrays in an `.npz`
 (`W`, `b`, and `meta`: JSON text) read without pickle, so loading one cannot run code.
