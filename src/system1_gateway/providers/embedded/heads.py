@@ -253,7 +253,7 @@ class Head:
         from ...paths import write_atomic
 
         buffer = io.BytesIO()
-        arrays = {"W": self.W.astype(np.float32), "b": self.b.astype(np.float32)}
+        arrays: dict[str, Any] = {"W": self.W.astype(np.float32), "b": self.b.astype(np.float32)}
         if self.W_words is not None:
             arrays["W_words"] = self.W_words.astype(np.float32)
         np.savez_compressed(buffer, **arrays, meta=np.array(json.dumps(meta, ensure_ascii=False)))
