@@ -17,6 +17,7 @@ trained on everything. `--write` writes `src/.../heads_shipped/<name>.npz` and
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -50,8 +51,17 @@ REAL_HELD_OUT = 0.25
 REAL_WEIGHT = 1.0  # a real prompt's weight in the fit: 2-3 gained 0.01-0.02 on real text and cost the dev items 0.01-0.03 (docs/studies/routing-real.md)
 
 
-def real_sources() -> list[str]:
-    return sorted(p.name for p in DATA.glob("prompts-real-*") if (p / "examples.jsonl").is_file())
+# Labelled by what the agent then did, not by LABELLING.md's reading of the question: a reader
+# agrees on 80 % (on 66 % of its "only read" rows), so it would teach the heads the agents'
+# habits, not the question (trained on, it cost read_only 6 of the 138 reader-labelled held-out
+# prompts: docs/studies/routing-reader.md). Kept out of training; scored on its own.
+OUTCOME_LABELLED = ("prompts-real-outcomes",)
+
+
+def real_sources(outcomes: bool = False) -> list[str]:
+    """The reader-labelled real sources, or (`outcomes`) the outcome-labelled ones."""
+    return sorted(p.name for p in DATA.glob("prompts-real-*")
+                  if (p / "examples.jsonl").is_file() and (p.name in OUTCOME_LABELLED) == outcomes)
 
 
 def real_held_out(repo: str) -> bool:
@@ -128,16 +138,18 @@ def load(task: str, holdout: float = 0.0, real: bool = True,
     return dev, own, dropped
 
 
-def real_test(task: str) -> list[dict]:
+def real_test(task: str, outcomes: bool = False) -> list[dict]:
     """The real prompts of the held-out repositories, minus any with a near-duplicate among the
-    dev items or the training data (the same 80 % 5-gram rule)."""
+    dev items or the training data (the same 80 % 5-gram rule). `outcomes`: the
+    outcome-labelled prompts instead, every repository (none is trained on)."""
     dev, train, _ = load(task)
     known = [grams(d["state"]) for d in dev + train]
     known_norm = {norm(d["state"]) for d in dev + train}
     out, seen = [], set()
-    for source in real_sources():
+    for source in real_sources(outcomes):
         for item in _rows(source):
-            if task not in item or not real_held_out(item["repo"]) or norm(item["state"]) in known_norm | seen:
+            if task not in item or (not outcomes and not real_held_out(item["repo"])) \
+                    or norm(item["state"]) in known_norm | seen:
                 continue
             g = grams(item["state"])
             if any(len(g & k) / max(1, len(g | k)) >= 0.8 for k in known):
@@ -145,6 +157,57 @@ def real_test(task: str) -> list[dict]:
             seen.add(norm(item["state"]))
             out.append({"state": item["state"], "expected": bool(item[task]), "source": source, "repo": item["repo"]})
     return out
+
+
+class EmbeddingCache:
+    """MiniLM embeddings (first window, whole text) per text, kept on disk (`--embed-cache`) so that a
+    rerun or another script (reader_study.py) never computes one twice; mix = their normalised sum,
+    which is FastEngine.embed_mix."""
+
+    def __init__(self, folder: Path, threads: int = 1):
+        self.path = folder / "minilm-windows.npz"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.first: dict[str, np.ndarray] = {}
+        self.whole: dict[str, np.ndarray] = {}
+        if self.path.exists():
+            with np.load(self.path) as data:
+                for k, a, b in zip(data["keys"], data["first"], data["whole"], strict=True):
+                    self.first[str(k)], self.whole[str(k)] = a, b
+        self.threads = threads
+        self._engine = None
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def fill(self, texts: list[str]) -> None:
+        todo = [t for t in dict.fromkeys(texts) if self.key(t) not in self.first]
+        if not todo:
+            return
+        if self._engine is None:
+            self._engine = FastEngine(self.threads)
+        t0 = time.perf_counter()
+        for start in range(0, len(todo), 8):
+            part = todo[start:start + 8]
+            first, whole = self._engine._windows(part)
+            for t, a, b in zip(part, first, whole, strict=True):
+                self.first[self.key(t)], self.whole[self.key(t)] = a.astype(np.float32), b.astype(np.float32)
+            if start % 200 == 0:
+                print(f"  embedded {start + len(part)}/{len(todo)} ({time.perf_counter() - t0:.0f} s)", flush=True)
+                self.save()
+        self.save()
+
+    def save(self) -> None:
+        keys = list(self.first)
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.array(keys), first=np.vstack([self.first[k] for k in keys]),
+                 whole=np.vstack([self.whole[k] for k in keys]))
+        tmp.replace(self.path)
+
+    def mix(self, texts: list[str]) -> np.ndarray:
+        self.fill(texts)
+        m = np.vstack([self.first[self.key(t)] + self.whole[self.key(t)] for t in texts])
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
 def main() -> int:
@@ -158,10 +221,16 @@ def main() -> int:
                          "--heads-dir/<task>.holdout.jsonl: a held-out set for benchmarks/guard.py")
     ap.add_argument("--heads-dir", type=Path, metavar="DIR",
                     help="write the heads here as user heads (<question hash>.npz) instead of the shipped ones")
+    ap.add_argument("--embed-cache", type=Path, metavar="DIR",
+                    help="keep the texts' embeddings in DIR and read them back on the next run (the mix reading)")
+    ap.add_argument("--no-words", action="store_true",
+                    help="routing heads without the words block (as before 0.4.0)")
     args = ap.parse_args()
     zs = json.loads(args.zero_shot.read_text())["items"] if args.zero_shot.exists() else {}
-    engine = FastEngine(usable_cpus())
-    embed = reader(engine, READINGS[FEATURE_VERSION])  # the reading new heads are made for
+    assert READINGS[FEATURE_VERSION] == "mix"
+    # the reading new heads are made for: FastEngine.embed_mix, or the same vectors from the cache
+    embed = (EmbeddingCache(args.embed_cache, 1).mix if args.embed_cache
+             else reader(FastEngine(usable_cpus()), READINGS[FEATURE_VERSION]))
     report: dict = {}
     pooled: list = []
     print(f"{'question':<12} {'dev':>4} {'own':>5} {'zero-shot':>10} {'head cv':>8} {'ECE':>6} "
@@ -180,12 +249,15 @@ def main() -> int:
         y_dev = np.array([0 if d["expected"] else 1 for d in dev])
         y_own = np.array([0 if d["expected"] else 1 for d in own])
         options = option_texts(parse_judge({"state": "", "questions": {"q": b.question()}}).questions["q"])
-        X_dev = fit.featurize([d["state"] for d in dev], embed, options)
-        X_own = fit.featurize([d["state"] for d in own], embed, options)
+        # The routing heads read the words block too (docs/studies/routing-reader.md); destructive does not.
+        words = task in ROUTING and not args.no_words
+        grid, wgrid = (fit.WORDS_GRID, fit.WORDS_WEIGHTS) if words else ((fit.CHARS_WEIGHTS, fit.CS), (0.0,))
+        X_dev = fit.featurize([d["state"] for d in dev], embed, options, words=words)
+        X_own = fit.featurize([d["state"] for d in own], embed, options, words=words)
         real = np.array([d["source"].startswith("prompts-real-") for d in own], bool)
         if real.any():  # real prompts weigh more than written ones, as the study chose
             X_own.weight = np.where(real, REAL_WEIGHT, 1.0)
-        raw, cal = fit.cross_validate(X_dev, y_dev, 2, k=5, extra=X_own, extra_y=y_own)
+        raw, cal = fit.cross_validate(X_dev, y_dev, 2, k=5, extra=X_own, extra_y=y_own, grid=grid, words=wgrid)
         entry = {"dev": len(dev), "own": len(own), "own_by_source": _by_source(own), "dropped": dropped,
                  "head_cv": metrics.summary(cal, y_dev), "head_cv_uncalibrated": metrics.summary(raw, y_dev)}
         # the zero-shot answers were to the dev items' own wording: not to a relabelled version's
@@ -207,7 +279,7 @@ def main() -> int:
         # The temperature is fitted on the real prompts' out-of-fold answers where there are
         # some: the confidence is honest on the text the head meets, not on the written sets.
         t_rows = len(dev) + np.flatnonzero(real) if real.any() else None
-        head = fit.fit_head(X_all, y_all, ["true", "false"], temperature_rows=t_rows, meta={
+        head = fit.fit_head(X_all, y_all, ["true", "false"], temperature_rows=t_rows, grid=grid, words=wgrid, meta={
             "name": f"{b.name}@{b.version}", "question_hash": b.hash, "builtin": b.id, "type": b.type,
             "instructions": b.instructions, "cascade": cascade,
             "training": {"n": int(len(y_all)), "classes": np.bincount(y_all, minlength=2).tolist(),
@@ -218,6 +290,8 @@ def main() -> int:
                         "zero_shot": entry.get("zero_shot")},
         })
         entry["temperature"], entry["chars_weight"], entry["C"] = head.temperature, head.meta["chars_weight"], head.meta["C"]
+        if head.W_words is not None:
+            entry["words_weight"] = head.words_weight
         entry["seconds"] = round(time.perf_counter() - t0, 1)
         report[task] = entry
         pooled.append((cal, y_dev))

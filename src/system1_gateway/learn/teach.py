@@ -147,8 +147,9 @@ def teach(path: Path, k: int = 5, baseline: bool = True, dry_run: bool = False,
         if base is not None:
             origin, base_head = base
             # today's head, measured (and adapted) on the features it reads
-            Xb = X if base_head.meta["feature_version"] == FEATURE_VERSION else \
-                fit.featurize(g.texts, reader(engine, base_head.reading), option_texts(g.question))
+            Xb = X if base_head.meta["feature_version"] == FEATURE_VERSION and base_head.W_words is None else \
+                fit.featurize(g.texts, reader(engine, base_head.reading), option_texts(g.question),
+                              words=base_head.W_words is not None)
             current = fit.head_probs(Xb, base_head)
             entry["current"] = {"answerer": f"{origin} head {base_head.name}", **metrics.summary(current, y)}
             if len(labels) == 2:

@@ -395,14 +395,15 @@ class EmbeddedProvider(BaseProvider):
         heads = [store.find(q) if store is not None else None for q in questions]
         if not any(heads):
             return [None] * len(questions)
-        from .heads import char_features, option_texts, similarities
+        from .heads import char_features, option_texts, similarities, word_features
 
         engine = self._fast_engine()
         embeddings = {r: engine.read(r, [state_text])[0] for r in {h.reading for h in heads if h is not None}}
         chars = char_features(state_text)
+        words = word_features(state_text) if any(h is not None and h.W_words is not None for h in heads) else None
         return [None if h is None else
                 (h, h.probs(embeddings[h.reading], chars,
-                            similarities(embeddings[h.reading], engine.options(option_texts(q)))))
+                            similarities(embeddings[h.reading], engine.options(option_texts(q))), words))
                 for q, h in zip(questions, heads, strict=False)]
 
     def prefetch(self, requests: list[Any]) -> int:

@@ -11,7 +11,12 @@ from features of the evidence that cost almost nothing next to the accurate tier
     zero-shot, one feature per label): with few labels the head starts from the question's
     own meaning instead of from nothing.
 
-Logits are `W @ [embedding, chars, similarities] + b`, divided by the head's temperature (fitted by
+  * optionally (the routing heads since 0.4.0), the words block: hashed word 1-2-grams, the
+    opening words and a few structure features (word_features); a head file without `W_words`
+    has no such block and is computed exactly as before.
+
+Logits are `W @ [embedding, chars, similarities] + b` (`+ words_weight * W_words @ words` for a head
+with the words block), divided by the head's temperature (fitted by
 cross-validation, so the probabilities are honest) and soft-maxed. Training is in
 `learn/` (scikit-learn, never imported here); a head file is plain arrays in an `.npz`
 (`W`, `b`, and `meta`: JSON text) read without pickle, so loading one cannot run code.
@@ -78,6 +83,80 @@ def char_features(text: str) -> tuple[np.ndarray, np.ndarray]:
     return idx, (val / np.linalg.norm(val)).astype(np.float32)
 
 
+# The optional words block (heads of 0.4.0 on; a head without it is computed as before): hashed
+# word unigrams and bigrams of the whole text, the words that open it (its first line, up to
+# OPENING_WORDS: where a prompt's verb and request sit), and a few structure features (length,
+# code fences and diffs, a question, an interrogative or imperative start, headings, unfilled
+# placeholders). Numpy and the standard library only, like char_features.
+WORD_DIM = 1 << 12
+OPENING_WORDS = 12
+STRUCT = ("length", "lines", "fence", "diff", "question", "ends_question", "asks", "edit_verb", "read_verb",
+          "headings", "bullets", "placeholder", "path", "numbered", "bias")
+WORD_FEATURES = f"words1-2+open{OPENING_WORDS}x{WORD_DIM}+struct{len(STRUCT)}@1"
+_WORD = re.compile(r"[a-z0-9_$]+(?:['.-][a-z0-9_]+)*")
+_ASKS = frozenset("what why how where when which who whom whose is are was were does do did can could should would "
+                  "will shall may might has have explain".split())
+_EDIT = frozenset("fix add implement create update refactor write build make change remove delete rename move migrate "
+                  "convert generate install replace set setup introduce extract rewrite modify edit apply commit push "
+                  "deploy publish bump upgrade port integrate wire hook enable disable support use insert append "
+                  "split merge scaffold init initialize release optimize optimise clean format lint".split())
+_READ = frozenset("explain review check find analyze analyse describe summarize summarise list show look investigate "
+                  "audit evaluate compare read tell inspect assess identify locate search trace understand walk "
+                  "outline estimate propose suggest recommend critique verify examine diagnose plan".split())
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s", re.M)
+_BULLET = re.compile(r"^\s*[-*+]\s", re.M)
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s", re.M)
+_PLACEHOLDER = re.compile(r"\$ARGUMENTS|\$\d\b|\{\{[^}]*\}\}|\[(?:describe|insert|your|add|enter)[^\]]*\]|<[a-z_ -]{2,30}>",
+                          re.I)
+_PATH = re.compile(r"\b[\w./-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|php|c|h|cc|cpp|cs|swift|md|json|ya?ml|toml|sql|sh|css|html)\b")
+_DIFF = re.compile(r"^(?:diff --git|@@ |\+\+\+ |--- a/)", re.M)
+
+
+def _bucket(token: str) -> int:
+    return zlib.crc32(token.encode("utf-8", "replace")) % (WORD_DIM - len(STRUCT))
+
+
+def structure(text: str) -> np.ndarray:
+    """The structure features of `text`, each in about [0, 1]."""
+    t = text[:MAX_TEXT]
+    words = _WORD.findall(t[:400].lower())
+    first = words[0] if words else ""
+    stripped = t.rstrip()
+    return np.array([
+        math.log1p(len(t)) / 10, math.log1p(t.count("\n")) / 6, float("```" in t), float(bool(_DIFF.search(t))),
+        float("?" in t), float(stripped.endswith("?")), float(first in _ASKS), float(first in _EDIT),
+        float(first in _READ), math.log1p(len(_HEADING.findall(t))) / 3, math.log1p(len(_BULLET.findall(t))) / 3,
+        float(bool(_PLACEHOLDER.search(t))), float(bool(_PATH.search(t))), math.log1p(len(_NUMBERED.findall(t))) / 3,
+        1.0], np.float32)
+
+
+def word_features(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The words block of `text`: (bucket indices, values). Hashed word unigrams and bigrams and
+    the opening words (log counts, the n-grams L2-normalised together) in the first
+    WORD_DIM - len(STRUCT) buckets, the structure features in the last len(STRUCT)."""
+    t = text[:MAX_TEXT].lower()
+    words = _WORD.findall(t)
+    counts: dict[int, int] = {}
+    for i, w in enumerate(words):
+        h = _bucket(w)
+        counts[h] = counts.get(h, 0) + 1
+        if i:
+            h = _bucket(words[i - 1] + " " + w)
+            counts[h] = counts.get(h, 0) + 1
+    line = t.lstrip().split("\n", 1)[0]
+    for i, w in enumerate(_WORD.findall(line)[:OPENING_WORDS]):
+        h = _bucket(f"^{i}:{w}" if i < 2 else f"^:{w}")
+        counts[h] = counts.get(h, 0) + 1
+    base = WORD_DIM - len(STRUCT)
+    struct_idx = np.arange(base, WORD_DIM, dtype=np.int64)
+    if not counts:
+        return struct_idx, structure(text)
+    idx = np.fromiter(counts.keys(), np.int64, len(counts))
+    val = 1.0 + np.log(np.fromiter(counts.values(), np.float32, len(counts)))
+    val = (val / np.linalg.norm(val)).astype(np.float32)
+    return np.concatenate([idx, struct_idx]), np.concatenate([val, structure(text)])
+
+
 def option_texts(question: Any) -> list[str]:
     """What each label means, in label order, for the similarity features: the option's
     description, else its label (a bare yes/no question: "yes" / "no")."""
@@ -106,6 +185,7 @@ class Head:
     W: np.ndarray  # (classes, EMBED_DIM + CHAR_DIM + classes)
     b: np.ndarray  # (classes,)
     path: Path | None = None
+    W_words: np.ndarray | None = None  # (classes, WORD_DIM): the optional words block (word_features)
 
     @property
     def name(self) -> str:
@@ -138,28 +218,45 @@ class Head:
         """The head's weight in the llm+head blend (0: the llm decides alone)."""
         return float(self.meta.get("cascade", {}).get("head_weight", 0.5))
 
-    def logits(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray], sims: np.ndarray) -> np.ndarray:
+    @property
+    def words_weight(self) -> float:
+        """The words block's weight (0: a head without it)."""
+        return float(self.meta.get("words_weight", 0.0)) if self.W_words is not None else 0.0
+
+    def logits(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray], sims: np.ndarray,
+               words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """`words` (word_features of the same text) is read only by a head with the words block,
+        and computed from nothing else: such a head refuses to answer without it."""
         idx, val = chars
         weight = float(self.meta.get("chars_weight", 1.0))
         z = self.W[:, :EMBED_DIM] @ embedding + self.W[:, EMBED_DIM + CHAR_DIM:] @ sims + self.b
         if weight and len(idx):
             z = z + weight * (self.W[:, EMBED_DIM + idx] @ val)
+        if self.W_words is not None:
+            if words is None:
+                raise ValueError(f"head {self.name} reads the words block: pass word_features(text)")
+            widx, wval = words
+            if len(widx):
+                z = z + self.words_weight * (self.W_words[:, widx] @ wval)
         return z
 
-    def probs(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray], sims: np.ndarray) -> np.ndarray:
-        return softmax(self.logits(embedding, chars, sims) / self.temperature)
+    def probs(self, embedding: np.ndarray, chars: tuple[np.ndarray, np.ndarray], sims: np.ndarray,
+              words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        return softmax(self.logits(embedding, chars, sims, words) / self.temperature)
 
     # -- files ---------------------------------------------------------------------------------
     def save(self, path: Path, mode: int = 0o600) -> None:
         """Atomic write (temp file + rename): a reader never sees half a head."""
-        meta = {**self.meta, "checksum": checksum(self.W, self.b)}
+        meta = {**self.meta, "checksum": checksum(self.W, self.b, self.W_words)}
         import io
 
         from ...paths import write_atomic
 
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, W=self.W.astype(np.float32), b=self.b.astype(np.float32),
-                            meta=np.array(json.dumps(meta, ensure_ascii=False)))
+        arrays: dict[str, Any] = {"W": self.W.astype(np.float32), "b": self.b.astype(np.float32)}
+        if self.W_words is not None:
+            arrays["W_words"] = self.W_words.astype(np.float32)
+        np.savez_compressed(buffer, **arrays, meta=np.array(json.dumps(meta, ensure_ascii=False)))
         write_atomic(path, buffer.getvalue(), mode)
 
     @classmethod
@@ -168,21 +265,27 @@ class Head:
         try:
             with np.load(path, allow_pickle=False) as data:
                 W, b, meta_text = data["W"], data["b"], str(data["meta"])
+                W_words = data["W_words"] if "W_words" in data.files else None
         except Exception as exc:  # noqa: BLE001 - truncated zip, bad member, missing key...
             raise HeadError(f"unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
         try:
             meta = bounded_json.file_loads(meta_text)
         except ValueError:
             raise HeadError("its metadata is not JSON") from None
-        _check(meta, W, b)
-        return cls(meta, W.astype(np.float32), b.astype(np.float32), path)
+        _check(meta, W, b, W_words)
+        return cls(meta, W.astype(np.float32), b.astype(np.float32), path,
+                   None if W_words is None else W_words.astype(np.float32))
 
 
-def checksum(W: np.ndarray, b: np.ndarray) -> str:
-    return hashlib.sha256(W.astype(np.float32).tobytes() + b.astype(np.float32).tobytes()).hexdigest()
+def checksum(W: np.ndarray, b: np.ndarray, W_words: np.ndarray | None = None) -> str:
+    """Of the weights; a head without the words block has the checksum it always had."""
+    data = W.astype(np.float32).tobytes() + b.astype(np.float32).tobytes()
+    if W_words is not None:
+        data += W_words.astype(np.float32).tobytes()
+    return hashlib.sha256(data).hexdigest()
 
 
-def _check(meta: Any, W: np.ndarray, b: np.ndarray) -> None:
+def _check(meta: Any, W: np.ndarray, b: np.ndarray, W_words: np.ndarray | None = None) -> None:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise HeadError(f"format {meta.get('format') if isinstance(meta, dict) else '?'}, expected {FORMAT}")
     if meta.get("feature_version") not in READINGS:
@@ -198,10 +301,23 @@ def _check(meta: Any, W: np.ndarray, b: np.ndarray) -> None:
         raise HeadError(f"weights of shape {W.shape}/{b.shape} do not fit {len(labels)} labels")
     if not (np.isfinite(W).all() and np.isfinite(b).all()):
         raise HeadError("weights are not finite")
+    if W_words is not None or "words_features" in meta:
+        if meta.get("words_features") != WORD_FEATURES:
+            raise HeadError(f"made for a words block {meta.get('words_features')!r}, this engine computes "
+                            f"{WORD_FEATURES!r}")
+        if W_words is None:
+            raise HeadError("its metadata names a words block its file lacks")
+        if W_words.shape != (len(labels), WORD_DIM):
+            raise HeadError(f"words weights of shape {W_words.shape} do not fit {len(labels)} labels")
+        if not np.isfinite(W_words).all():
+            raise HeadError("words weights are not finite")
+        ww = meta.get("words_weight")
+        if not isinstance(ww, (int, float)) or not (math.isfinite(ww) and ww > 0):
+            raise HeadError(f"words weight {ww!r} is not a positive number")
     t = meta["temperature"]
     if not isinstance(t, (int, float)) or not (math.isfinite(t) and t > 0):
         raise HeadError(f"temperature {t!r} is not a positive number")
-    if meta.get("checksum") != checksum(W, b):
+    if meta.get("checksum") != checksum(W, b, W_words):
         raise HeadError("weights do not match their checksum (corrupt file)")
 
 
