@@ -109,7 +109,7 @@ test("a missing CLI is reported, not thrown", async () => {
 });
 
 test("the billing text is the gateway's own", () => {
-	const py = readFileSync(join(import.meta.dirname, "..", "..", "src", "system1_gateway", "config_edit.py"), "utf8");
+	const py = readFileSync(join(import.meta.dirname, "..", "..", "src", "system1_gateway", "config", "edit.py"), "utf8");
 	const start = py.indexOf('BILLING_PRECAUTIONS = """') + 'BILLING_PRECAUTIONS = """'.length;
 	assert.equal(py.slice(start, py.indexOf('"""', start)), core.BILLING_PRECAUTIONS);
 });

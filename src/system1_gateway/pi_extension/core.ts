@@ -19,7 +19,7 @@ export const ALIASES: Record<string, string> = { openai: OPENAI };
 export const GATEWAY_NAMES: Record<string, string> = { [OPENAI]: "openai" };
 export const NOTICE_DEDUPE_MS = 60_000;
 
-// The same words `system1 order` shows (config_edit.BILLING_PRECAUTIONS; a test compares them).
+// The same words `system1 order` shows (config/edit.py BILLING_PRECAUTIONS; a test compares them).
 export const BILLING_PRECAUTIONS = `Adding the OpenAI Decisions API (\`{name}\`) to the provider order: calls may be billed.
 Before confirming, check on your OpenAI account that:
   - you claimed the included credits you mean to use,
