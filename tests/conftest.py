@@ -19,7 +19,7 @@ from helpers.cli import run_cli  # noqa: F401
 from helpers.serve import serve_port  # noqa: F401
 
 # Which tests are slow and which files run first, from the last run's timings (timing.py).
-pytest_plugins = ["timing", "helpers.daemon"]  # helpers.daemon: the start_daemon fixture
+pytest_plugins = ["timing", "helpers.daemon", "helpers.engines"]  # fixtures: start_daemon, fast_provider
 
 ROOT = Path(__file__).resolve().parents[1]
 # A developer's shortcut: test the source tree through an editable install. CI refuses it.

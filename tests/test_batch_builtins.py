@@ -18,12 +18,13 @@ from system1_gateway.bulk import chunks
 from system1_gateway.bulk.worker import Worker
 from system1_gateway.config.settings import Config, GatewaySettings, load_config
 from system1_gateway.core import Gateway
-from system1_gateway.providers.embedded import EmbeddedProvider
 from system1_gateway.providers.embedded.fast import FastEngine
 
 ROUTING = ("read_only", "design", "review", "specified")
 HEADS = ROOT / "data" / "heads"
-TOLERANCE = 1e-6  # on p_true: float rounding of the same arithmetic in batches of another shape
+# On p_true: the same arithmetic in batches of another shape (or on another thread count) differs by
+# ~1e-7, and answers are rounded to 6 decimals, so two such answers can round one unit apart.
+TOLERANCE = 1.5e-6
 
 
 def _spread(texts: list[str], n: int) -> list[str]:
@@ -53,14 +54,6 @@ def generous_deadline(monkeypatch):
     another one) must not turn an answer into a timeout on one side of a comparison only."""
     monkeypatch.setenv("SYSTEM1_TIMEOUT_S", "120")
     monkeypatch.setenv("SYSTEM1_DEADLINE_S", "150")
-
-
-@pytest.fixture(scope="module")
-def fast_provider():
-    provider = EmbeddedProvider("embedded", {"tier": "fast"})
-    provider.warm()
-    yield provider
-    provider.close()
 
 
 def same_answers(a: dict, b: dict) -> None:

@@ -246,6 +246,17 @@ SET_CASES = [("set", True, {}, None, "haiku"),
              ("set", True, {"model": "sonnet"}, "explicit_model", "sonnet")]
 
 
+def _spawn_script(call: dict[str, Any]):
+    """The main loop's model: on the prompt asking for a helper agent, one Agent call with
+    `call` as its input; everything else (the subagent's own requests included) gets "done."."""
+    def script(body):
+        last = " ".join(b.get("text", "") for b in last_user_blocks(body) if b.get("type") == "text")
+        if "Spawn a helper agent" in last and call["prompt"] not in user_text(body):
+            return [{"type": "tool_use", "name": "Agent", "input": call}]
+        return [{"type": "text", "text": "done."}]
+    return script
+
+
 @pytest.mark.parametrize("mode, ready, given, why_not, runs", SET_CASES,
                          ids=["set", "hint", "set-not-ready", "fork", "orchestrator-chose"])
 def test_set_mode_sets_the_subagent_model_only_when_it_may(cc, mode, ready, given, why_not, runs):
@@ -256,11 +267,7 @@ def test_set_mode_sets_the_subagent_model_only_when_it_may(cc, mode, ready, give
     brief = LONG_PROMPT  # the embedded engine reads it as read-only and specified (see the hint test)
     call = {"description": "Explain the retry logic", "prompt": brief, "subagent_type": "general-purpose", **given}
 
-    def script(body):
-        last = " ".join(b.get("text", "") for b in last_user_blocks(body) if b.get("type") == "text")
-        if "Spawn a helper agent" in last and brief not in user_text(body):
-            return [{"type": "tool_use", "name": "Agent", "input": call}]
-        return [{"type": "text", "text": "done."}]
+    script = _spawn_script(call)
 
     gate = cc.base / "state" / "routing" / "set.json"
     if ready:
@@ -311,11 +318,7 @@ def test_set_mode_at_the_shipped_defaults_with_a_realistic_lookup_brief(cc, brie
     shown by `system1 status` (outcome and reason)."""
     call = {"description": "Find the retry settings", "prompt": brief, "subagent_type": "general-purpose"}
 
-    def script(body):
-        last = " ".join(b.get("text", "") for b in last_user_blocks(body) if b.get("type") == "text")
-        if "Spawn a helper agent" in last and brief not in user_text(body):
-            return [{"type": "tool_use", "name": "Agent", "input": call}]
-        return [{"type": "text", "text": "done."}]
+    script = _spawn_script(call)
 
     gate = cc.base / "state" / "routing" / "set.json"
     gate.parent.mkdir(parents=True, exist_ok=True)

@@ -20,14 +20,6 @@ from system1_gateway.providers.embedded.heads import CHAR_DIM, EMBED_DIM, FEATUR
 DESTRUCTIVE = builtins.BUILTINS["destructive"]
 
 
-@pytest.fixture(scope="module")
-def fast_provider():
-    provider = EmbeddedProvider("embedded", {"tier": "fast"})
-    provider.warm()
-    yield provider
-    provider.close()
-
-
 def gateway_for(provider):
     return Gateway(Config(gateway=GatewaySettings(provider="embedded")), providers={"embedded": provider})
 
