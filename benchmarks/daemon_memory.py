@@ -105,7 +105,7 @@ def main() -> int:
     start = subprocess.run([system1, "daemon", "start"], capture_output=True, text=True)
     if start.returncode != 0:
         raise SystemExit(f"daemon start failed: {start.stdout}{start.stderr}")
-    from system1_gateway import client
+    from system1_gateway.daemon import client
 
     sampler = Sampler()
     routes: list[str] = []

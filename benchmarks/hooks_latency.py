@@ -107,7 +107,7 @@ def main() -> int:
         hung.listen(64)
         port = hung.getsockname()[1]
         os.environ.update({"SYSTEM1_CONFIG": env["SYSTEM1_CONFIG"], "SYSTEM1_STATE_DIR": env["SYSTEM1_STATE_DIR"]})
-        from system1_gateway import daemon_files
+        from system1_gateway.daemon import files as daemon_files
 
         record = {"pid": os.getpid(), "host": "127.0.0.1", "port": port, "url": f"http://127.0.0.1:{port}",
                   "fingerprint": daemon_files.fingerprint(env), "version": "0", "started": time.time() - 3600}

@@ -216,7 +216,7 @@ def mock_gateway(monkeypatch):
 def lock_holder(seconds: float = 120) -> subprocess.Popen:
     """A live process holding daemon.lock as a daemon does (a client trusts the port file only
     while the lock is held), for tests whose port file names it in front of a fake server."""
-    from system1_gateway import daemon_files
+    from system1_gateway.daemon import files as daemon_files
 
     path = daemon_files.lock_path()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import judge_payload, lock_holder, run_cli
 from helpers.daemon import MOCK_CONFIG, RunningDaemon, route
-from system1_gateway import daemon_files
+from system1_gateway.daemon import files as daemon_files
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
 
@@ -116,14 +116,14 @@ def test_chain_flag_is_passed_to_the_daemon_and_agrees_with_in_process(write_con
 
 
 def test_a_chain_override_sent_to_the_daemon_is_checked_there_too(mock_daemon):
-    """What answerer.ask sends (`?provider=a,b`) the daemon checks itself: a caller that skipped
+    """What dispatch.ask sends (`?provider=a,b`) the daemon checks itself: a caller that skipped
     the CLI's own check gets the 422 result, never the daemon's configured chain."""
-    from system1_gateway import answerer
+    from system1_gateway.daemon import dispatch
 
-    routed = answerer.ask("/v1/judge", judge_payload(), provider="second,second", autostart=False)
+    routed = dispatch.ask("/v1/judge", judge_payload(), provider="second,second", autostart=False)
     assert routed.result["error"]["code"] == "invalid_request"
     assert routed.result["error"]["message"] == "provider: lists 'second' twice (expected each rung once)"
-    routed = answerer.ask("/v1/judge", judge_payload(), provider="second,first", autostart=False)
+    routed = dispatch.ask("/v1/judge", judge_payload(), provider="second,first", autostart=False)
     assert routed.result["order"] == ["second", "first"] and routed.result["provider"] == "second"
 
 
@@ -145,7 +145,7 @@ def test_a_stale_port_file_costs_under_100_ms(write_config):
     """A port file left by a daemon killed with -9: the client sees the dead pid and answers
     in-process; the check itself is measured in-process (a subprocess's wall time on a shared
     machine would measure the machine)."""
-    from system1_gateway import answerer
+    from system1_gateway.daemon import dispatch
 
     write_config(MOCK_CONFIG)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -154,7 +154,7 @@ def test_a_stale_port_file_costs_under_100_ms(write_config):
               "fingerprint": daemon_files.fingerprint(), "version": "0", "started": time.time()}
     daemon_files.write_private(daemon_files.port_path(), json.dumps(record))
     t0 = time.perf_counter()
-    routed = answerer.ask("/v1/decide", {"question": "ok?"}, autostart=False)
+    routed = dispatch.ask("/v1/decide", {"question": "ok?"}, autostart=False)
     extra = time.perf_counter() - t0
     assert routed.result is None and routed.note is None and extra < 0.1, extra
     code, out, _ = run_cli("decide", "ok?")
@@ -164,7 +164,7 @@ def test_a_stale_port_file_costs_under_100_ms(write_config):
 def test_a_live_pid_with_a_closed_port_falls_back_quickly(write_config):
     """The pid is alive and holds the lock (a daemon whose listener is gone, say while it
     stops) but nothing listens: refused at once."""
-    from system1_gateway import answerer
+    from system1_gateway.daemon import dispatch
 
     write_config(MOCK_CONFIG)
     sleeper = lock_holder(60)
@@ -173,7 +173,7 @@ def test_a_live_pid_with_a_closed_port_falls_back_quickly(write_config):
                   "fingerprint": daemon_files.fingerprint(), "version": "0", "started": time.time()}
         daemon_files.write_private(daemon_files.port_path(), json.dumps(record))
         t0 = time.perf_counter()
-        routed = answerer.ask("/v1/decide", {"question": "ok?"}, autostart=False)
+        routed = dispatch.ask("/v1/decide", {"question": "ok?"}, autostart=False)
         extra = time.perf_counter() - t0
         assert routed.result is None and routed.note["outcome"] == "error" and extra < 0.1, extra
         code, out, _ = run_cli("decide", "ok?")

@@ -16,8 +16,9 @@ import pytest
 
 from conftest import lock_holder, run_cli
 from helpers.daemon import MOCK_CONFIG, route
-from system1_gateway import answerer, client, daemon_files
 from system1_gateway.config.settings import load_config
+from system1_gateway.daemon import client, dispatch
+from system1_gateway.daemon import files as daemon_files
 
 
 def write_record(port: int, pid: int | None = None, started: float | None = None, fingerprint: str | None = None) -> None:
@@ -175,17 +176,17 @@ def test_a_hung_daemon_costs_the_deadline_not_more(write_config, sleeper):
         write_record(server.port, pid=sleeper)
         payload = {"state": "s", "questions": {"q": {"type": "noul", "instructions": "?"}}, "deadline_s": 1.0}
         t0 = time.monotonic()
-        routed = answerer.ask("/v1/judge", payload, started=t0, autostart=False)
+        routed = dispatch.ask("/v1/judge", payload, started=t0, autostart=False)
         waited = time.monotonic() - t0
         assert routed.result is None and routed.note["outcome"] == "error" and "timeout" in routed.note["detail"]
         assert 1.0 <= waited <= 1.0 + client.MARGIN_S + 0.2, waited
-        result = answerer.in_process(Gateway.from_environment(), "judge", payload, None, routed)
+        result = dispatch.in_process(Gateway.from_environment(), "judge", payload, None, routed)
         assert result["error"]["code"] == "deadline_exceeded" and result["attempts"][0]["provider"] == "daemon"
         assert time.monotonic() - t0 <= 1.0 + client.MARGIN_S + 0.3
         # A young daemon whose /healthz hangs: bounded by the connect timeout, then in-process.
         write_record(server.port, pid=sleeper, started=time.time())
         t0 = time.monotonic()
-        routed = answerer.ask("/v1/judge", payload, started=t0, autostart=False)
+        routed = dispatch.ask("/v1/judge", payload, started=t0, autostart=False)
         assert routed.result is None and time.monotonic() - t0 <= client.CONNECT_TIMEOUT_S + 0.2
     finally:
         server.close()
@@ -257,18 +258,18 @@ def test_an_embedded_rung_is_delegated_only_when_the_daemon_runs_its_settings(wr
 
     write_config(MOCK_CONFIG)
     daemon = start_daemon()
-    built = answerer.delegating_build("embedded", "embedded", {})
+    built = dispatch.delegating_build("embedded", "embedded", {})
     assert isinstance(built, DaemonRung) and built.daemon.pid == daemon.pid
-    # A gateway built outside the answerer (the server's, a bulk worker's) never delegates.
+    # A gateway built outside daemon/dispatch.py (the server's, a bulk worker's) never delegates.
     assert isinstance(providers.build("embedded", "embedded", {}), EmbeddedProvider)
     assert isinstance(Gateway(load_config()).rungs.get("embedded"), EmbeddedProvider)
-    assert isinstance(answerer.gateway(load_config()).rungs.get("embedded"), DaemonRung)
-    assert isinstance(answerer.delegating_build("first", "mock", {}), providers.provider_class("mock"))
+    assert isinstance(dispatch.gateway(load_config()).rungs.get("embedded"), DaemonRung)
+    assert isinstance(dispatch.delegating_build("first", "mock", {}), providers.provider_class("mock"))
     monkeypatch.setenv("SYSTEM1_EMBEDDED_TIER", "fast")  # this rung's settings differ from the daemon's
-    assert isinstance(answerer.delegating_build("embedded", "embedded", {"tier": "fast"}), EmbeddedProvider)
+    assert isinstance(dispatch.delegating_build("embedded", "embedded", {"tier": "fast"}), EmbeddedProvider)
     monkeypatch.delenv("SYSTEM1_EMBEDDED_TIER")
     monkeypatch.setenv("SYSTEM1_MIN_CONFIDENCE", "0.95")  # other gateway settings: the rung still delegates
-    assert isinstance(answerer.delegating_build("embedded", "embedded", {}), DaemonRung)
+    assert isinstance(dispatch.delegating_build("embedded", "embedded", {}), DaemonRung)
 
 
 def test_a_delegated_rung_answers_through_the_daemon_and_this_chain_thresholds(write_config, start_daemon):

@@ -28,7 +28,8 @@ from typing import Callable
 import pytest
 
 from conftest import run_cli
-from system1_gateway import client, daemon, daemon_files
+from system1_gateway.daemon import client, lifecycle
+from system1_gateway.daemon import files as daemon_files
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self/environ").exists()
 
@@ -51,7 +52,7 @@ def _token() -> str | None:
 
 def _healthz(url: str) -> dict | None:
     """/healthz as the owner sees it (pid, version, … need the token)."""
-    return daemon.healthz(url, token=_token())
+    return lifecycle.healthz(url, token=_token())
 
 
 def _wait(predicate, timeout: float = 15.0, step: float = 0.05) -> bool:
@@ -97,9 +98,9 @@ def daemons(monkeypatch):
     record = daemon_files.read_port()
     if record:
         seen.add(record["pid"])
-    daemon.stop(timeout_s=5)
+    lifecycle.stop(timeout_s=5)
     for pid in seen:
-        if daemon_files.pid_alive(pid) and daemon._looks_like_daemon(pid):
+        if daemon_files.pid_alive(pid) and lifecycle._looks_like_daemon(pid):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -134,7 +135,7 @@ def test_status_start_status_stop_status(daemons):
 
     code, out, _ = run_cli("daemon", "stop")
     assert code == 0 and out[0]["stopped"] is True and out[0]["graceful"] is True
-    assert not daemon_files.pid_alive(started["pid"]) or not daemon._looks_like_daemon(started["pid"])
+    assert not daemon_files.pid_alive(started["pid"]) or not lifecycle._looks_like_daemon(started["pid"])
     assert not daemon_files.port_path().exists() and not daemon_files.pid_path().exists()
     code, out, _ = run_cli("daemon", "status")
     assert out[0]["running"] is False and "stale_files" not in out[0]
@@ -181,7 +182,7 @@ def test_concurrent_starts_make_one_daemon(daemons, isolated_env):
 def test_kill_9_then_start_replaces_the_stale_files(daemons):
     first = _start(daemons)
     os.kill(first["pid"], signal.SIGKILL)
-    assert _wait(lambda: not daemon.lock_held())
+    assert _wait(lambda: not lifecycle.lock_held())
     code, out, _ = run_cli("daemon", "status")
     assert out[0]["running"] is False and out[0]["stale_files"] is True
 
@@ -244,7 +245,7 @@ def test_idle_exit_is_a_clean_exit_that_removes_the_files(daemons):
     assert json.loads(out.splitlines()[-1]) == {"status": "exited", "reason": "idle for 0.02 min", "exit_code": 0}
     assert "no request for 0.02 min" in err
     assert not daemon_files.port_path().exists() and not daemon_files.pid_path().exists()
-    assert not daemon.lock_held()
+    assert not lifecycle.lock_held()
 
 
 def test_a_request_postpones_the_idle_exit(daemons):
@@ -254,7 +255,7 @@ def test_a_request_postpones_the_idle_exit(daemons):
         time.sleep(1.0)
         assert _post(started["url"], "/v1/decide", {"question": "Is `ls` destructive?"})["status"] == "decided"
     assert daemon_files.pid_alive(started["pid"]) and time.monotonic() - t0 > 2.5
-    assert _wait(lambda: not daemon.lock_held(), timeout=20)
+    assert _wait(lambda: not lifecycle.lock_held(), timeout=20)
     assert not daemon_files.port_path().exists()
 
 
@@ -262,10 +263,10 @@ def test_start_replaces_a_daemon_with_other_settings_and_autostart_does_not(daem
     first = _start(daemons)
     monkeypatch.setenv("SYSTEM1_MOCK_LATENCY_MS", "3")  # other settings from here on
     monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "1")
-    assert daemon.ensure_running() is None  # never steals the daemon another caller started
+    assert lifecycle.ensure_running() is None  # never steals the daemon another caller started
     assert daemon_files.read_port()["pid"] == first["pid"]
 
-    second = daemon.start()
+    second = lifecycle.start()
     daemons(second.get("pid"))
     assert second["status"] == "started" and second["pid"] != first["pid"]
     assert second["replaced"]["pid"] == first["pid"] and "other settings" in second["replaced"]["reason"]
@@ -275,32 +276,32 @@ def test_start_replaces_a_daemon_with_other_settings_and_autostart_does_not(daem
 def test_ensure_running_starts_detached_then_finds_it(daemons, monkeypatch):
     monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "1")
     t0 = time.monotonic()
-    first = daemon.ensure_running()
+    first = lifecycle.ensure_running()
     assert first["status"] == "starting" and time.monotonic() - t0 < 2.0  # no wait for readiness
     daemons(first.get("pid"))
     assert _wait(lambda: _healthz((daemon_files.read_port() or {"url": ""})["url"]) is not None, 30)
-    again = daemon.ensure_running()
+    again = lifecycle.ensure_running()
     assert again["status"] == "running" and again["pid"] == first["pid"]
 
 
 def test_ensure_running_respects_autostart_off(daemons, monkeypatch, write_config):
     monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "0")
-    assert daemon.ensure_running() is None
+    assert lifecycle.ensure_running() is None
     monkeypatch.delenv("SYSTEM1_SERVE_AUTOSTART")
     write_config("[serve]\nautostart = false\n")
-    assert daemon.ensure_running() is None
-    assert not daemon.lock_held() and daemon_files.read_port() is None
+    assert lifecycle.ensure_running() is None
+    assert not lifecycle.lock_held() and daemon_files.read_port() is None
 
 
 def test_autostart_setting_is_read_without_pydantic(monkeypatch, write_config):
-    assert daemon.autostart_enabled({}) is True
-    assert daemon.autostart_enabled({"SYSTEM1_SERVE_AUTOSTART": "off"}) is False
-    assert daemon.autostart_enabled({"SYSTEM1_SERVE_AUTOSTART": "yes"}) is True
+    assert lifecycle.autostart_enabled({}) is True
+    assert lifecycle.autostart_enabled({"SYSTEM1_SERVE_AUTOSTART": "off"}) is False
+    assert lifecycle.autostart_enabled({"SYSTEM1_SERVE_AUTOSTART": "yes"}) is True
     write_config("[serve]\nautostart = false\n")
-    assert daemon.autostart_enabled({}) is False
-    assert daemon.autostart_enabled({"SYSTEM1_SERVE_AUTOSTART": "1"}) is True
+    assert lifecycle.autostart_enabled({}) is False
+    assert lifecycle.autostart_enabled({"SYSTEM1_SERVE_AUTOSTART": "1"}) is True
     write_config("[serve\nautostart = ")  # broken: the in-process path reports it; no autostart
-    assert daemon.autostart_enabled({}) is False
+    assert lifecycle.autostart_enabled({}) is False
 
 
 @pytest.mark.parametrize("file, env, expected", [
@@ -311,20 +312,20 @@ def test_autostart_setting_is_read_without_pydantic(monkeypatch, write_config):
 def test_every_fast_path_reads_autostart_the_same_way(monkeypatch, write_config, file, env, expected):
     """One reader: the daemon's autostart check and the CLI's fast path agree, on malformed
     values too (no autostart: the in-process path reports the error)."""
-    from system1_gateway import client
+    from system1_gateway.daemon import client
 
     write_config(file)
     environ = {"SYSTEM1_SERVE_AUTOSTART": env} if env else {}
     monkeypatch.delenv("SYSTEM1_SERVE_AUTOSTART", raising=False)
     for key, value in environ.items():
         monkeypatch.setenv(key, value)
-    assert daemon.autostart_enabled(environ) is expected
+    assert lifecycle.autostart_enabled(environ) is expected
     assert client.peek().autostart is expected
 
 
 def test_ensure_running_with_a_daemon_up_imports_the_stdlib_only(daemons):
     _start(daemons)
-    probe = ("import json, sys; from system1_gateway import daemon; r = daemon.ensure_running(); "
+    probe = ("import json, sys; from system1_gateway.daemon import lifecycle; r = lifecycle.ensure_running(); "
              "print(json.dumps({'status': r and r['status'], 'heavy': [m for m in "
              "('pydantic', 'fastapi', 'uvicorn', 'mcp', 'httpx', 'numpy', 'http.client', 'ssl', 'subprocess') if m in sys.modules]}))")
     proc = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=60,
@@ -377,7 +378,7 @@ def test_a_daemon_that_cannot_serve_is_reported_with_its_log(daemons, monkeypatc
     assert code == 1 and out[0]["status"] == "failed"
     assert "exited with code 2" in out[0]["error"]["message"]
     assert any("refusing to bind 0.0.0.0" in line for line in out[0]["log_tail"])
-    assert not daemon.lock_held()
+    assert not lifecycle.lock_held()
 
 
 def test_apply_is_only_for_login_units():
@@ -388,10 +389,10 @@ def test_apply_is_only_for_login_units():
 
 def test_the_log_is_rotated_at_start(daemons):
     daemon_files.daemon_dir().mkdir(mode=0o700, parents=True)
-    daemon_files.log_path().write_bytes(b"x" * (daemon.LOG_MAX_BYTES + 1))
+    daemon_files.log_path().write_bytes(b"x" * (lifecycle.LOG_MAX_BYTES + 1))
     _start(daemons)
     rotated = daemon_files.log_path().with_name("daemon.log.1")
-    assert rotated.stat().st_size == daemon.LOG_MAX_BYTES + 1
+    assert rotated.stat().st_size == lifecycle.LOG_MAX_BYTES + 1
     assert daemon_files.log_path().stat().st_size < 10_000
 
 
@@ -401,23 +402,23 @@ def test_a_running_daemon_keeps_its_log_small(tmp_path):
     stderr are daemon.log (as `_spawn` makes them) rotates it past LOG_MAX_BYTES and writes on."""
     code = (
         "import os, sys\n"
-        "from system1_gateway import daemon, daemon_files\n"
+        "from system1_gateway.daemon import files as daemon_files, lifecycle\n"
         "daemon_files.daemon_dir().mkdir(parents=True, exist_ok=True)\n"
         "fd = os.open(daemon_files.log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)\n"
         "os.dup2(fd, 1); os.dup2(fd, 2)\n"
-        "assert daemon.keep_log_small() is False\n"
-        "sys.stderr.write('x' * (daemon.LOG_MAX_BYTES + 1)); sys.stderr.flush()\n"
-        "assert daemon.keep_log_small() is True\n"
+        "assert lifecycle.keep_log_small() is False\n"
+        "sys.stderr.write('x' * (lifecycle.LOG_MAX_BYTES + 1)); sys.stderr.flush()\n"
+        "assert lifecycle.keep_log_small() is True\n"
         "sys.stderr.write('after\\n'); sys.stderr.flush(); print('out', flush=True)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     log = daemon_files.log_path()
-    assert log.with_name("daemon.log.1").stat().st_size == daemon.LOG_MAX_BYTES + 1
+    assert log.with_name("daemon.log.1").stat().st_size == lifecycle.LOG_MAX_BYTES + 1
     assert log.read_text() == "after\nout\n"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     # stderr elsewhere (`daemon run` in a terminal): nothing to rotate
-    assert daemon.keep_log_small() is False
+    assert lifecycle.keep_log_small() is False
 
 
 def test_a_hung_daemon_is_reported_unresponsive_and_killed_by_stop(daemons):
@@ -426,12 +427,12 @@ def test_a_hung_daemon_is_reported_unresponsive_and_killed_by_stop(daemons):
     try:
         code, out, _ = run_cli("daemon", "status")
         assert out[0]["running"] is True and out[0]["state"] == "unresponsive" and out[0]["health"] is None
-        result = daemon.stop(timeout_s=1.0)
+        result = lifecycle.stop(timeout_s=1.0)
     finally:
         if daemon_files.pid_alive(started["pid"]):
             os.kill(started["pid"], signal.SIGCONT)
     assert result["stopped"] is True and result["graceful"] is False
-    assert not daemon.lock_held() and not daemon_files.port_path().exists()
+    assert not lifecycle.lock_held() and not daemon_files.port_path().exists()
 
 
 def test_an_unusable_state_dir_is_a_failure_not_a_traceback(tmp_path, monkeypatch):
@@ -451,10 +452,10 @@ def test_start_replaces_a_daemon_that_holds_the_lock_but_never_answers(daemons, 
     # A stopped process never handles SIGTERM: the holder is SIGKILLed once the graceful stop's
     # window has passed. The window is shortened here (10 s in use, for in-flight requests to
     # finish; tested by test_stop_lets_an_in_flight_request_finish): same path, 9 s less waiting.
-    monkeypatch.setattr(daemon, "STOP_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(lifecycle, "STOP_TIMEOUT_S", 1.0)
     os.kill(hung["pid"], signal.SIGSTOP)
     try:
-        result = daemon.start(wait_ready_s=1.0)  # waits 1 s, then stops the holder (SIGKILL after 1 s)
+        result = lifecycle.start(wait_ready_s=1.0)  # waits 1 s, then stops the holder (SIGKILL after 1 s)
     finally:
         if daemon_files.pid_alive(hung["pid"]):
             os.kill(hung["pid"], signal.SIGCONT)
@@ -552,8 +553,8 @@ def test_autostart_backs_off_after_a_failed_start_and_says_why(daemons, monkeypa
     monkeypatch.setenv("SYSTEM1_SERVE_HOST", "0.0.0.0")  # no key: `daemon run` refuses to bind (exit 2)
     code, out, _ = run_cli("decide", "Is it?")
     assert code == 0 and out[0]["status"] == "decided"  # answered in-process meanwhile
-    assert _wait(lambda: daemon.last_failure() is not None, 30)
-    assert "exit code 2" in daemon.last_failure()["reason"]
+    assert _wait(lambda: lifecycle.last_failure() is not None, 30)
+    assert "exit code 2" in lifecycle.last_failure()["reason"]
     code, out, _ = run_cli("decide", "Is it?")
     first = out[0]["attempts"][0]
     assert code == 0 and out[0]["status"] == "decided"
@@ -564,7 +565,7 @@ def test_autostart_backs_off_after_a_failed_start_and_says_why(daemons, monkeypa
     assert spawned == 1  # the second call started nothing
     monkeypatch.setenv("SYSTEM1_SERVE_HOST", "127.0.0.1")
     started = _start(daemons)  # an explicit start always tries, and a start that works ends the backoff
-    assert started["status"] == "started" and daemon.last_failure() is None and daemon.backoff() is None
+    assert started["status"] == "started" and lifecycle.last_failure() is None and lifecycle.backoff() is None
 
 
 # -- another local user (uid 65534, as CI runs as root) against the owner's daemon ------------------
@@ -676,7 +677,7 @@ def test_a_dead_daemons_port_and_pid_taken_by_another_user_get_no_token_and_no_c
     assert "this command reads as destructive" in asked.stdout, asked  # the real daemon's answer
 
     os.kill(started["pid"], signal.SIGKILL)  # no cleanup: the port file stays
-    assert _wait(lambda: not daemon.lock_held())
+    assert _wait(lambda: not lifecycle.lock_held())
     assert daemon_files.read_port() == record
     squatter = _spawn_as_pid(record["pid"], lambda: _as_nobody(nobody, SQUATTER, str(record["port"])))
     if squatter is None:  # no pid reuse here (no reaping init, no ns_last_pid): the state it leaves

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from system1_gateway import daemon_files
 from system1_gateway.config import tables as settings
 from system1_gateway.config.settings import load_config
+from system1_gateway.daemon import files as daemon_files
 from system1_gateway.errors import ConfigError
 from system1_gateway.hooks import skills
 from system1_gateway.hooks.route import FEATURE_WORDS, hint_line
@@ -619,7 +619,7 @@ def test_session_start_autostarts_the_daemon_in_the_background(write_config, tmp
         code, out, err = hook("session_start", {}, "--explain", env={"SYSTEM1_SERVE_AUTOSTART": "1",
                                                                       "SYSTEM1_SERVE_PORT": "0"})
         assert code == 0 and out is None and "in the background" in err
-        from system1_gateway import client
+        from system1_gateway.daemon import client
 
         assert client.wait_ready(60)[0] is not None  # it comes up on its own (and is stopped once up)
     finally:

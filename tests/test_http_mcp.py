@@ -270,15 +270,15 @@ def test_tool_error_scenario_passes_through_the_gateways_own_error_path(mock_gat
 def test_the_servers_own_mcp_never_delegates_to_a_daemon(monkeypatch):
     """/mcp of `system1 serve` (and of the daemon itself) answers with the server's gateway: it
     never looks for, asks or autostarts a daemon (which would be itself, or another one)."""
-    from system1_gateway import answerer, client
     from system1_gateway.config.settings import Config, GatewaySettings
+    from system1_gateway.daemon import client, dispatch
     from system1_gateway.mcp_server import Tools
 
     def refuse(*_a, **_k):
         raise AssertionError("the server's /mcp went to the daemon path")
 
     for name in ("ask", "start_daemon"):
-        monkeypatch.setattr(answerer, name, refuse)
+        monkeypatch.setattr(dispatch, name, refuse)
     for name in ("find", "locate"):
         monkeypatch.setattr(client, name, refuse)
     gateway = Gateway(Config(gateway=GatewaySettings(provider="mock")))

@@ -88,3 +88,23 @@ def test_the_pi_helpers_are_stdlib_only(tmp_path):
                           env={"SYSTEM1_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_an_embedded_module_imports_no_sibling_and_the_package_re_exports_on_use(tmp_path):
+    """Importing one module of providers/embedded (heads, as the teach and study scripts do) runs
+    neither the provider nor pydantic; the package's names resolve to their modules' objects."""
+    script = ("import sys\nimport system1_gateway.providers.embedded.heads\n"
+              "loaded = [m for m in ('system1_gateway.providers.embedded.provider', "
+              "'system1_gateway.providers.embedded.settings', 'pydantic') if m in sys.modules]\n"
+              "from system1_gateway.providers import embedded\n"
+              "from system1_gateway.providers.embedded import provider, questions, settings\n"
+              "assert embedded.EmbeddedProvider is provider.EmbeddedProvider\n"
+              "assert embedded.usable_cpus is settings.usable_cpus and embedded.describable is questions.describable\n"
+              "assert all(getattr(embedded, name) is not None for name in embedded.__all__)\n"
+              "try:\n    embedded.nothing\nexcept AttributeError as exc:\n    assert 'nothing' in str(exc)\n"
+              "else:\n    raise AssertionError('an unknown name resolved')\n"
+              "print(','.join(loaded))\n")
+    proc = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True,
+                          env={"SYSTEM1_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""

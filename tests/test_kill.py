@@ -17,7 +17,8 @@ import time
 
 from conftest import run_cli
 from helpers.daemon import route
-from system1_gateway import client, daemon_files
+from system1_gateway.daemon import client
+from system1_gateway.daemon import files as daemon_files
 from system1_gateway.paths import state_dir
 
 DEADLINE_S = 4.0

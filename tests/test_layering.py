@@ -2,7 +2,7 @@
 
 Every import counts, the function-local ones included (they are how a cycle hides). The rules:
 
-* the data path reads one way: face → answerer → core → chain → provider → engine; no
+* the data path reads one way: face → dispatch → core → chain → provider → engine; no
   provider knows a face, the core or the answerer, and the core knows no face;
 * the short-lived path (client, daemon lifecycle, hooks, routing, config tables) imports
   no core, no pydantic model and no server (its import time is measured in test_imports.py);
@@ -131,8 +131,8 @@ def _cycles() -> list[list[str]]:
 def test_the_graph_is_read_from_the_real_source():
     """A check that cannot pass vacuously: known edges, function-local ones included."""
     assert len(MODULES) > 80
-    assert f"{PKG}.chain" in _ours(f"{PKG}.core") and f"{PKG}.client" in _ours(f"{PKG}.hooks.common")
-    assert f"{PKG}.core" in _ours(f"{PKG}.answerer")  # imported inside a function
+    assert f"{PKG}.chain" in _ours(f"{PKG}.core") and f"{PKG}.daemon.client" in _ours(f"{PKG}.hooks.common")
+    assert f"{PKG}.core" in _ours(f"{PKG}.daemon.dispatch")  # imported inside a function
     assert "sklearn" in GRAPH[f"{PKG}.learn.fit"]
 
 
@@ -153,7 +153,7 @@ def _reach(name: str) -> set[str]:
 
 
 HTTP = {m for m in MODULES if m == f"{PKG}.http" or m.startswith(f"{PKG}.http.")}
-FACES = {f"{PKG}.cli", f"{PKG}.mcp_server", f"{PKG}.smoke", f"{PKG}.jev_ask", f"{PKG}.answerer",
+FACES = {f"{PKG}.cli", f"{PKG}.mcp_server", f"{PKG}.smoke", f"{PKG}.jev_ask", f"{PKG}.daemon.dispatch",
          f"{PKG}.console", *HTTP}
 HEAVY = {"sklearn": (f"{PKG}.learn",), "fastapi": (f"{PKG}.http",),
          "uvicorn": (f"{PKG}.http",), "mcp": (f"{PKG}.mcp_server", f"{PKG}.http", f"{PKG}.smoke")}
@@ -164,16 +164,16 @@ def _package(name: str) -> list[str]:
     return sorted(m for m in MODULES if m == f"{PKG}.{name}" or m.startswith(f"{PKG}.{name}."))
 
 
-# The short-lived path: whole packages (hooks, routing, the light part of config) and the
-# stdlib-only client side of the daemon. config.settings (pydantic) and config.edit (it writes
+# The short-lived path: whole packages (daemon, hooks, routing, the light part of config).
+# config.settings (pydantic) and config.edit (it writes
 # through settings) are the config package's two heavy modules.
-SHORT_LIVED = [f"{PKG}.client", f"{PKG}.daemon", f"{PKG}.daemon_files", f"{PKG}.answerer",
+SHORT_LIVED = [*_package("daemon"),
                *[m for m in _package("config") if m not in (f"{PKG}.config.settings", f"{PKG}.config.edit")],
                *_package("routing"), *_package("hooks")]
 
 
 @pytest.mark.parametrize("name", sorted(m for m in MODULES if m.startswith(f"{PKG}.providers")))
-def test_no_provider_knows_a_face_the_core_or_the_answerer(name):
+def test_no_provider_knows_a_face_the_core_or_the_dispatch(name):
     banned = FACES | {f"{PKG}.core", f"{PKG}.chain", f"{PKG}.hooks"}
     assert not (_reach(name) & banned), sorted(_reach(name) & banned)
 
@@ -211,4 +211,4 @@ def test_a_heavy_dependency_is_imported_where_it_is_used(dependency, home):
 
 def test_only_the_console_scripts_use_the_console_helpers():
     users = {m for m, deps in GRAPH.items() if f"{PKG}.console" in deps}
-    assert users <= {f"{PKG}.cli", f"{PKG}.daemon", f"{PKG}.jev_ask"}, sorted(users)
+    assert users <= {f"{PKG}.cli", f"{PKG}.daemon.lifecycle", f"{PKG}.jev_ask"}, sorted(users)

@@ -16,7 +16,7 @@ import pytest
 
 from ci_gate import require
 from conftest import run_cli
-from system1_gateway import login_units
+from system1_gateway.daemon import login_units
 
 ENV = {"HOME": "/home/u", "SYSTEM1_STATE_DIR": "/home/u/state dir", "SYSTEM1_PROVIDER": "mock",
        "SYSTEM1_JEV_API_KEY": "sk-secret-value", "SYSTEM1_SERVE_AUTOSTART": "0", "PATH": "/usr/bin"}

@@ -4,7 +4,7 @@ notices, progress and logs go to stderr.
 Exit codes: 0 answered (abstained included), 1 the provider chain failed (or health is
 down), 2 invalid input (bad JSON, a schema violation, an unknown flag).
 
-`decide` and `judge` first look for the per-user daemon (client.py, stdlib only): when one
+`decide` and `judge` first look for the per-user daemon (daemon/client.py, stdlib only): when one
 with this process's settings is running, it answers and nothing heavy is imported here
 (tests/test_imports.py keeps it so); otherwise, or when it fails mid-call, the gateway runs
 in-process within what is left of the deadline.
@@ -126,10 +126,10 @@ def _parser() -> _Parser:
 
 
 def _gateway():
-    from . import answerer
+    from .daemon import dispatch
     from .logs import configure
 
-    gateway = answerer.gateway()
+    gateway = dispatch.gateway()
     gw = gateway.config.gateway
     configure(gw.log_level, gw.log_file)
     return gateway
@@ -240,16 +240,16 @@ class _Answerer:
     def answer(self, payload: Any) -> dict[str, Any]:
         import time
 
-        from . import answerer
+        from .daemon import dispatch
 
         started = time.monotonic()
-        routed = answerer.ask(f"/v1/{self.kind}", payload, provider=self.provider, started=started) \
-            if self.fast else answerer.Routed()
+        routed = dispatch.ask(f"/v1/{self.kind}", payload, provider=self.provider, started=started) \
+            if self.fast else dispatch.Routed()
         if routed.result is not None:
             self.local = False
             return routed.result
         self.local = True
-        return answerer.in_process(self.gateway(), self.kind, payload, self.provider, routed)
+        return dispatch.in_process(self.gateway(), self.kind, payload, self.provider, routed)
 
     def prefetch(self, payloads: list[Any]) -> None:
         """The batch path: once the last request was answered in this process (no daemon), the
@@ -266,7 +266,8 @@ class _Answerer:
 
 def _known_provider(name: str) -> bool:
     """`name` is a rung a call may name (overrides.permitted), read the stdlib way."""
-    from . import client, overrides
+    from . import overrides
+    from .daemon import client
 
     settings = client.peek()
     return overrides.permitted(name, settings.kinds or {}, settings.chain)
@@ -522,7 +523,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_daemon(args: argparse.Namespace) -> int:
-    from .daemon import command
+    from .daemon.lifecycle import command
 
     def serving(host: str, port: int, token: str, session: str) -> Any:  # `daemon run` serves with the HTTP face
         from .http.serving import Serving

@@ -58,7 +58,7 @@ class Gateway:
         self.record = record
         self.state: StateStore = open_state(self.config.state.url, self.config.state.prefix)
         # `providers`: rungs built by the caller (it owns them); `build`: how the others are built
-        # (default providers.build; answerer.py's delegates an embedded rung to the daemon).
+        # (default providers.build; daemon/dispatch.py's delegates an embedded rung to the daemon).
         self.rungs = Rungs(self.config, providers, **({"build": build} if build is not None else {}))
         # `calibration`: the fits in force (default: the shipped and the user's files);
         # Calibration.off() gives the engines' raw answers, which calibrate and evaluate fit.

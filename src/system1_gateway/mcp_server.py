@@ -38,8 +38,9 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from . import __version__, answerer, client
+from . import __version__
 from .core import Gateway, freeze_heap
+from .daemon import client, dispatch
 from .errors import INVALID_REQUEST
 from .logs import LOGGER, configure
 
@@ -66,7 +67,7 @@ def _schemas() -> dict[str, dict[str, Any]]:
 
 class Delegation:
     """decide/judge/health/status go to the per-user daemon when one with this process's
-    settings answers (client.py; autostarted when `[serve] autostart` allows), else to the
+    settings answers (daemon/client.py; autostarted when `[serve] autostart` allows), else to the
     in-process gateway, as before. decide/judge results then start with a `daemon` attempt
     saying which path answered; health and status keep their exact schemas."""
 
@@ -77,10 +78,10 @@ class Delegation:
     def answer(self, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if not self.delegate:
             return (self.gateway.decide if kind == "decide" else self.gateway.judge)(arguments)
-        routed = answerer.ask(f"/v1/{kind}", arguments)
+        routed = dispatch.ask(f"/v1/{kind}", arguments)
         if routed.result is not None:
             return routed.result
-        return answerer.in_process(self.gateway, kind, arguments, None, routed)
+        return dispatch.in_process(self.gateway, kind, arguments, None, routed)
 
     def report(self, kind: str) -> dict[str, Any]:
         daemon = client.find() if self.delegate else None
@@ -101,7 +102,7 @@ class Delegation:
         settings = client.peek()
         daemon, _ = client.locate(settings)
         if daemon is None and settings.autostart:
-            daemon, _, _ = answerer.start_daemon(settings)
+            daemon, _, _ = dispatch.start_daemon(settings)
         if daemon is None:
             self.gateway.warm()
 
@@ -223,7 +224,7 @@ async def explain_protocol_errors(ctx: Any, call_next: Callable) -> Any:
 def build_server(gateway: Gateway | None = None, delegate: bool = True) -> Server:
     """The MCP server over `gateway`. `delegate`: send decide/judge/health/status to the warm
     daemon when one runs (the stdio server); False for the HTTP server's own /mcp."""
-    gateway = gateway or answerer.gateway()
+    gateway = gateway or dispatch.gateway()
     tools = Tools(gateway, delegate)
     warm_started = threading.Event()
 
@@ -311,7 +312,7 @@ def main() -> int:
     # reader thread may sit in a blocking read and hold interpreter shutdown. Every message
     # is written whole, so stopping between writes leaves the stream well-formed.
     signal.signal(signal.SIGTERM, _terminate)
-    gateway = answerer.gateway()
+    gateway = dispatch.gateway()
     gw = gateway.config.gateway
     configure(gw.log_level, gw.log_file)
     try:

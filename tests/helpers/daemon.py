@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from system1_gateway import daemon_files
+from system1_gateway.daemon import files as daemon_files
 
 # Two mock rungs: what most daemon tests ask.
 MOCK_CONFIG = ('[gateway]\nprovider = "first"\nfallback = ["second"]\n'

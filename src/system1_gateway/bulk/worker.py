@@ -31,7 +31,7 @@ class Worker:
     def __init__(self, config: Any, provider: str | None):
         from ..core import Gateway
 
-        # this worker's own warm engine (built here, not through answerer.py): never the daemon
+        # this worker's own warm engine (built here, not through daemon/dispatch.py): never the daemon
         self.provider = provider
         self.gateway = Gateway(config, record=False)  # one summary, not an audit line per row
         self.gateway.warm(provider, full=False)  # the accurate tier loads if a row needs it

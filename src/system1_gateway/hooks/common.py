@@ -17,8 +17,9 @@ TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from .. import bounded_json, client, toggle
+from .. import bounded_json, toggle
 from ..config import tables as config_tables
+from ..daemon import client
 from ..routing import FEATURES as ROUTING_FEATURES
 from ..routing import log as routing_log
 

@@ -11,7 +11,7 @@ it); it is not shipped, as such a call fails open when this server is absent.
 Each call runs the very body the command hook runs (route.py, agent.py, guard.py `body(run)`)
 on a `Run` built from the tool's arguments, and answers the hook's JSON output as text: what
 the command would print on stdout. The daemon is asked exactly as the command hook asks it
-(the port file and its per-user token, client.py): nothing about the daemon is in the
+(the port file and its per-user token, daemon/client.py): nothing about the daemon is in the
 plugin's settings.
 
 What a call costs the user is what it makes Claude Code wait for, so:

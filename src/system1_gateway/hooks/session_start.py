@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.
 if TYPE_CHECKING:
     from typing import Any
 
-from .. import client
+from ..daemon import client
 from ..paths import state_file
 from ..routing import gate
 from ..routing import log as routing_log
@@ -65,7 +65,7 @@ def engine_line(run: Run) -> str | None:
         except client.DaemonUnavailable as exc:
             run.say(f"daemon does not answer: {exc}")
     if settings.autostart and found is None:
-        from .. import daemon as lifecycle  # stdlib + daemon_files only
+        from ..daemon import lifecycle  # stdlib + daemon_files only
 
         started = lifecycle.ensure_running()
         if started is not None and started.get("status") == "backoff":

@@ -1,5 +1,5 @@
 """One `system1 serve` run: the bind, uvicorn (without its signal handling), a graceful stop,
-and the command's foreground `main`. The daemon's lifecycle (daemon.py) is handed `Serving`."""
+and the command's foreground `main`. The daemon's lifecycle (daemon/lifecycle.py) is handed `Serving`."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Serving:
 
     def __init__(self, host: str | None = None, port: int | None = None, gateway: Gateway | None = None,
                  token: str | None = None, session: str | None = None):
-        # This process is the server: its Gateway is built here (not through answerer.py), so
+        # This process is the server: its Gateway is built here (not through daemon/dispatch.py), so
         # its embedded rungs load their own engine and never delegate to a daemon.
         self._gateway = gateway
         settings = (gateway.config if gateway is not None else _config()).serve

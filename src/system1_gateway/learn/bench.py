@@ -103,13 +103,13 @@ def ask_all(items: list[dict[str, Any]], providers: list[str], cache: Cache, thr
             console: Any) -> tuple[list[dict[str, Any]], int]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from .. import answerer
     from ..config.settings import load_config
+    from ..daemon import dispatch
     from ..model import answer_labels, parse_judge
 
     config = load_config()
     rows, failed = [], 0
-    with answerer.gateway(config, record=False) as gw, Progress("{task.description}", BarColumn(), MofNCompleteColumn(),
+    with dispatch.gateway(config, record=False) as gw, Progress("{task.description}", BarColumn(), MofNCompleteColumn(),
                                          TimeRemainingColumn(), console=console, transient=True) as bar:
         for provider in providers:
             gw.override(provider, "--providers")  # an unknown rung fails before any work

@@ -77,8 +77,8 @@ def raw_answers(rows: list[tuple[Any, dict[str, Any], str, str]], provider: str 
                 console: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """The engine's raw (uncalibrated) answer to each row: one request per distinct state.
     Returns one record per answered row and the errors."""
-    from .. import answerer
     from ..config.settings import load_config
+    from ..daemon import dispatch
     from ..model import parse_judge
 
     by_state: dict[str, list[int]] = {}
@@ -86,7 +86,7 @@ def raw_answers(rows: list[tuple[Any, dict[str, Any], str, str]], provider: str 
         by_state.setdefault(json.dumps(state, sort_keys=True, ensure_ascii=False), []).append(i)
     out: list[dict[str, Any]] = []
     errors: list[str] = []
-    gw = answerer.gateway(load_config(), calibration=Calibration.off(), record=False)
+    gw = dispatch.gateway(load_config(), calibration=Calibration.off(), record=False)
     with gw, _progress(console, len(by_state), "asking the engine (calibration off)") as advance:
         chain = gw.chain(provider)
         distinct = {json.dumps(r[1], sort_keys=True): r[1] for r in rows}
@@ -296,10 +296,10 @@ def _load_proposals(path: str, items: list[Item]) -> list[Item]:
 
 
 def _propose_with(rung: str, items: list[Item], console: Any) -> None:
-    from .. import answerer
     from ..config.settings import load_config
+    from ..daemon import dispatch
 
-    with answerer.gateway(load_config(), record=False) as gw, _progress(console, len(items), f"proposals from {rung}") as advance:
+    with dispatch.gateway(load_config(), record=False) as gw, _progress(console, len(items), f"proposals from {rung}") as advance:
         for item in items:
             advance()
             if not item.question:

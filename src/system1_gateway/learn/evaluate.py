@@ -92,11 +92,11 @@ class _Asker:
     """The engine, in this process, answering the four features of one text."""
 
     def __init__(self, provider: str | None):
-        from .. import answerer
         from ..config.settings import load_config
+        from ..daemon import dispatch
 
         self.config = load_config()
-        self.gw = answerer.gateway(self.config, record=False)
+        self.gw = dispatch.gateway(self.config, record=False)
         self.provider = provider
         self.gw.chain(provider)  # a bad --provider fails here, before any work
         self.questions = {name: {"builtin": name} for name in ROUTING_FEATURES}
@@ -167,10 +167,10 @@ def evaluate(args: argparse.Namespace, progress: Any = None) -> dict[str, Any]:
     from ..config import tables as config_tables
 
     routing_bar = config_tables.load()[0]["routing"]["min_confidence"]
-    from .. import answerer
     from ..config.settings import load_config
+    from ..daemon import dispatch
 
-    with answerer.gateway(load_config(), record=False) as check:
+    with dispatch.gateway(load_config(), record=False) as check:
         check.chain(args.provider)  # a bad --provider fails here, before any engine loads
     per: dict[str, list[tuple[float, float, float, bool]]] = {name: [] for name in ROUTING_FEATURES}
     rule_engine: list[tuple[str, str, str | None]] = []

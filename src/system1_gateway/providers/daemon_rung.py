@@ -10,7 +10,7 @@ local chain checks, thresholds and records the answers as its own.
 the port file's fingerprint (so the config file it read is ours, byte for byte), and its
 `SYSTEM1_<RUNG>_*` variables equal ours. Anything unreadable or different: no delegation
 (other systems: never, for now). Only the faces that answer in-process build one
-(answerer.delegating_build); the daemon and the bulk workers never do.
+(daemon/dispatch.py, delegating_build); the daemon and the bulk workers never do.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import re
 import sys
 from typing import Any, ClassVar
 
-from .. import client, daemon_files
+from ..daemon import client
+from ..daemon import files as daemon_files
 from ..errors import ConfigError, MalformedAnswer, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from .base import BaseProvider, Health, Reply

@@ -39,8 +39,8 @@ TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-from . import bounded_json
-from .paths import config_path, sha256, state_dir, write_atomic
+from .. import bounded_json
+from ..paths import config_path, sha256, state_dir, write_atomic
 
 # The lock's descriptor, handed by `daemon start` to the `daemon run` it spawns.
 LOCK_FD_ENV = "SYSTEM1_DAEMON_LOCK_FD"
@@ -96,7 +96,7 @@ def _answer_bytes(path: Path) -> bytes:
     hooks' tables, so turning a hint or the guard on does not make the running daemon "other
     settings" (and every hook silent until a restart). A file that does not parse counts byte
     for byte (whoever loads it reports the error)."""
-    from .config import file as config_file
+    from ..config import file as config_file
 
     try:
         data = config_file.load()

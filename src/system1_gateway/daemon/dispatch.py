@@ -31,9 +31,9 @@ def gateway(config: Any = None, **options: Any) -> Any:
     """The in-process Gateway for `config` (default: the config file and environment; a broken
     one gives a gateway that answers config_error), its embedded rungs delegated to the daemon
     where it runs their settings. `options` go to Gateway (record, calibration, providers)."""
-    from .config.settings import load_config
-    from .core import Gateway
-    from .errors import ConfigError
+    from ..config.settings import load_config
+    from ..core import Gateway
+    from ..errors import ConfigError
 
     if config is None:
         try:
@@ -41,7 +41,7 @@ def gateway(config: Any = None, **options: Any) -> Any:
         except ConfigError as exc:
             import logging
 
-            from .logs import LOGGER
+            from ..logs import LOGGER
 
             logging.getLogger(LOGGER).error("configuration error: %s", exc.message)
             return Gateway(None, exc, **options)
@@ -51,12 +51,12 @@ def gateway(config: Any = None, **options: Any) -> Any:
 def delegating_build(name: str, kind: str, settings: dict[str, Any]) -> Any:
     """providers.build, except that an `embedded` rung whose settings the running daemon
     provably shares becomes a DaemonRung around the (lazily loading) local provider."""
-    from . import providers
+    from .. import providers
 
     local = providers.build(name, kind, settings)
     if kind != "embedded":
         return local
-    from .providers.daemon_rung import DaemonRung, same_rung_settings
+    from ..providers.daemon_rung import DaemonRung, same_rung_settings
 
     daemon, _ = client.locate(client.peek())  # None for a stale file, and inside the daemon
     if daemon is None or not same_rung_settings(daemon, name):
@@ -151,8 +151,8 @@ def _within(gateway: Any, kind: str, payload: Any, provider: str | None, remaini
     """Run with the deadline cut to what is left (a request's own deadline_s included); with
     nothing left the answer is deadline_exceeded, a clean error."""
     if remaining_s < client.MIN_DEADLINE_S:  # below what a request may ask for: nothing left to run
-        from .core import error_result  # the in-process path: the core is loaded already
-        from .errors import DEADLINE_EXCEEDED, GatewayError
+        from ..core import error_result  # the in-process path: the core is loaded already
+        from ..errors import DEADLINE_EXCEEDED, GatewayError
 
         rid = payload.get("request_id") if isinstance(payload, dict) else None
         return error_result(kind, GatewayError("the deadline ran out while the daemon failed to answer",
@@ -168,7 +168,7 @@ def start_daemon(settings: client.Settings) -> tuple[client.Daemon | None, bool,
     HTTP or mock rungs answer in-process now and leave the daemon to come up for the next
     call. `why` says so when recent starts failed, or this one did."""
     try:
-        from . import daemon as lifecycle  # stdlib + daemon_files only (its contract)
+        from . import lifecycle  # stdlib + daemon_files only (its contract)
 
         started = lifecycle.ensure_running()
         if started is None:  # autostart off, other settings, or it failed

@@ -9,7 +9,7 @@ http.client is left out: with the email parser and ssl it imports it cost ≈ 30
     daemon = find()                        # None: no daemon of *these* settings is running
     result = daemon.post("/v1/decide", payload, timeout_s=8.5)
 
-The faces do not call this directly: `answerer.py` decides, once per request, whether the
+The faces do not call this directly: `dispatch.py` decides, once per request, whether the
 daemon or this process answers. A daemon that is absent, stale, refuses, resets or hangs is a
 `DaemonUnavailable`, never a crash. This module imports neither the core nor the lifecycle.
 """
@@ -25,7 +25,8 @@ TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.
 if TYPE_CHECKING:
     from typing import Any
 
-from . import bounded_json, daemon_files
+from .. import bounded_json
+from . import files as daemon_files
 
 CONNECT_TIMEOUT_S = 0.5  # loopback: a live daemon accepts in microseconds; a dead one refuses at once
 MARGIN_S = 0.5  # past the deadline: the core answers within deadline + 50 ms, plus the HTTP round trip
@@ -69,8 +70,8 @@ def _number(value: Any, default: float, low: float, high: float) -> float:
 def peek() -> Settings:
     """The fast path's settings. A broken file gives the defaults: whoever answers (the
     daemon, or the in-process gateway) reports the config error itself."""
-    from .config import file as config_file
-    from .config import tables as config_tables
+    from ..config import file as config_file
+    from ..config import tables as config_tables
 
     try:
         data = config_file.load() or {}

@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
 
-from . import __version__
-from .addresses import http_url
+from .. import __version__
+from ..addresses import http_url
+from ..paths import private_dir
 from .client import Daemon, DaemonUnavailable
-from .daemon_files import (
+from .files import (
     LOCK_FD_ENV,
     daemon_dir,
     daemon_token,
@@ -49,7 +50,6 @@ from .daemon_files import (
     read_port,
     write_private,
 )
-from .paths import private_dir
 
 if TYPE_CHECKING:
     import subprocess
@@ -467,8 +467,8 @@ def restart() -> dict[str, Any]:
 
 def autostart_enabled(environ: dict[str, str] | None = None) -> bool:
     """`[serve] autostart`, as every fast path reads it (config_tables.autostart)."""
-    from .config import file as config_file
-    from .config import tables as config_tables
+    from ..config import file as config_file
+    from ..config import tables as config_tables
 
     try:
         data = config_file.load() or {}
@@ -483,7 +483,7 @@ def failure_path() -> Path:
 
 def last_failure() -> dict[str, Any] | None:
     """The record of the failed starts in a row ({"time", "failures", "reason"}), or None."""
-    from . import bounded_json
+    from .. import bounded_json
 
     try:
         record = bounded_json.file_loads(failure_path().read_text(encoding="utf-8"))
@@ -575,8 +575,8 @@ def port_free(host: str, port: int) -> bool:
 def _serve_settings() -> tuple[str, int, float]:
     """host, port, idle_exit_min from the config; a broken config serves on the defaults
     (the gateway then answers config_error, exactly as in-process)."""
-    from .config.settings import ServeSettings, load_config
-    from .errors import ConfigError
+    from ..config.settings import ServeSettings, load_config
+    from ..errors import ConfigError
 
     try:
         serve = load_config().serve
@@ -705,7 +705,7 @@ def run(serving_for: Callable[[str, int, str, str], Any]) -> int:
 # --- the CLI ----------------------------------------------------------------------------------------
 
 def _emit(obj: dict[str, Any], pretty: bool) -> None:
-    from .console import emit  # the one JSON writer (lone surrogates in paths included)
+    from ..console import emit  # the one JSON writer (lone surrogates in paths included)
 
     try:
         emit(obj, pretty)
