@@ -28,12 +28,12 @@ os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
 from bench_stats import pct
 from system1_gateway import audit
-from system1_gateway.answers import finalize
+from system1_gateway.answer_check import finalize
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
 from system1_gateway.model import parse_judge
 from system1_gateway.providers import build
-from system1_gateway.state import SQLiteState
+from system1_gateway.store import SQLiteStore
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
 
@@ -63,7 +63,7 @@ def main() -> int:
     mock = build("mock", "mock", {})
     timed("mock engine's own judge", lambda: mock.judge(request, 5.0), n)
     timed("request validation (parse_judge)", lambda: parse_judge(REQUEST), n)
-    store = SQLiteState()
+    store = SQLiteStore()
     timed("cooldown lookup (SQLite)", lambda: store.check(("rung:mock",)), n)
     entry = {"request_id": "bench", "status": "answered", "order": ["mock"], "provider": "mock", "model": "mock-1",
              "outcomes": [("mock", "ok")], "abstained": 0, "questions": 1, "latency_ms": 0.1,

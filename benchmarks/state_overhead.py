@@ -27,8 +27,8 @@ os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 from bench_stats import pct
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import Gateway
-from system1_gateway.state import MemoryState, SQLiteState, StateStore
-from system1_gateway.state.redis_store import RedisState
+from system1_gateway.store import MemoryStore, SQLiteStore, StateStore
+from system1_gateway.store.redis_store import RedisStore
 
 REQUEST = {"state": "rm -rf build/", "questions": {"d": {"type": "noul", "instructions": "Is it destructive?"}}}
 KEYS = ("endpoint:rung:mock",)
@@ -74,7 +74,7 @@ def main() -> int:
     n = ap.parse_args().n
     proc, url = start_redis()
     try:
-        stores = {"memory": MemoryState(), "sqlite": SQLiteState(), "redis": RedisState(url, prefix="bench")}
+        stores = {"memory": MemoryStore(), "sqlite": SQLiteStore(), "redis": RedisStore(url, prefix="bench")}
         rows = {}
         for name, store in stores.items():
             ops = sample(lambda: (store.check(KEYS), store.count({"requests": 1, "answered": 1}, None)), n)

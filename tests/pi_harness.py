@@ -19,7 +19,7 @@ from typing import Any
 from conftest import ROOT, require
 from mock_openai_chat import MockOpenAIChat
 from system1_gateway import pi_install
-from system1_gateway.state.base import FLUSH_EVERY_S
+from system1_gateway.store.base import FLUSH_EVERY_S
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 NODE22 = TOOLS / "node22" / "node_modules" / ".bin" / "node"

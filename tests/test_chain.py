@@ -13,7 +13,7 @@ from system1_gateway.core import Gateway
 from system1_gateway.providers.base import BaseProvider, Health
 from system1_gateway.providers.mock import MockProvider
 from system1_gateway.results import judge_result_adapter
-from system1_gateway.state import SQLiteState
+from system1_gateway.store import SQLiteStore
 
 
 class Recorder(BaseProvider):
@@ -126,7 +126,7 @@ def test_a_billed_rung_without_consent_is_skipped_never_called(monkeypatch, writ
 
 def test_notices_are_deduplicated_across_processes(tmp_path, caplog):
     # Two stores on one file stand for two one-shot processes (CLI, hooks).
-    first, second = SQLiteState(tmp_path / "state.db"), SQLiteState(tmp_path / "state.db")
+    first, second = SQLiteStore(tmp_path / "state.db"), SQLiteStore(tmp_path / "state.db")
     with caplog.at_level(logging.WARNING):
         assert notices.notice("k", "rung x failed", shared=first)
         notices._last.clear()  # what a new process starts with

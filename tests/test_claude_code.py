@@ -21,7 +21,7 @@ import pytest
 
 from conftest import ROOT, require
 from mock_anthropic import MockAnthropic, classifier_allows, last_user_blocks, tool_results, user_text
-from system1_gateway.state.base import FLUSH_EVERY_S
+from system1_gateway.store.base import FLUSH_EVERY_S
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 CLAUDE = TOOLS / "cc" / "node_modules" / ".bin" / "claude"

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from conftest import judge_payload
-from system1_gateway import state as cd
+from system1_gateway import store as cd
 from system1_gateway.core import Gateway
-from system1_gateway.state import SQLiteState, cooldown_for
+from system1_gateway.store import SQLiteStore, cooldown_for
 
 
 @pytest.mark.parametrize("kind, retry_after, expected", [
@@ -24,7 +24,7 @@ def test_cooldown_durations(kind, retry_after, expected):
 
 
 def test_recooling_keeps_the_later_expiry(tmp_path):
-    store = SQLiteState(tmp_path / "s.db")
+    store = SQLiteStore(tmp_path / "s.db")
     first = store.cool("laya", "laya", 300, "quota")
     second = store.cool("laya", "laya", 30, "rate limit")
     assert second.until == pytest.approx(first.until) and second.reason == "quota"
@@ -33,8 +33,8 @@ def test_recooling_keeps_the_later_expiry(tmp_path):
 
 
 def test_expiry_lets_exactly_one_request_retry(tmp_path, monkeypatch):
-    store = SQLiteState(tmp_path / "s.db")
-    other_process = SQLiteState(tmp_path / "s.db")
+    store = SQLiteStore(tmp_path / "s.db")
+    other_process = SQLiteStore(tmp_path / "s.db")
     store.cool("r", "r", 1.0, "transport")  # long enough that a busy machine still sees it cooling
     assert isinstance(store.check(("r",)), cd.Cooling)
     time.sleep(1.05)
@@ -46,7 +46,7 @@ def test_expiry_lets_exactly_one_request_retry(tmp_path, monkeypatch):
 def test_corrupt_state_file_falls_back_to_memory(tmp_path, caplog):
     path = tmp_path / "s.db"
     path.write_bytes(b"this is not a sqlite database" * 100)
-    store = SQLiteState(path)
+    store = SQLiteStore(path)
     assert store.check(("r",)) is False
     store.cool("r", "r", 30, "transport")
     assert isinstance(store.check(("r",)), cd.Cooling)
@@ -129,7 +129,7 @@ def test_eight_processes_share_the_cooldown_state(write_config, tmp_path):
     records = [json.loads(line) for line in (tmp_path / "state" / "logs" / "audit.jsonl").read_text().splitlines()]
     tried_bad = sum(1 for r in records if ["bad", "error"] in r["outcomes"])
     assert len(records) == 400 and 1 <= tried_bad <= 8  # the rung cooled after (at most) one failure per process race
-    (cooling,) = SQLiteState(tmp_path / "state" / "state.db").active()
+    (cooling,) = SQLiteStore(tmp_path / "state" / "state.db").active()
     assert cooling.rung == "bad" and cooling.reason.startswith("transport")
 
 

@@ -179,7 +179,7 @@ def test_no_provider_knows_a_face_the_core_or_the_dispatch(name):
 
 
 def test_the_core_knows_no_face():
-    for name in (f"{PKG}.core", f"{PKG}.chain", f"{PKG}.structured", f"{PKG}.answers", f"{PKG}.reports"):
+    for name in (f"{PKG}.core", f"{PKG}.chain", f"{PKG}.structured", f"{PKG}.answer_check", f"{PKG}.reports"):
         assert not (_reach(name) & FACES), (name, sorted(_reach(name) & FACES))
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import consent, overrides, providers
-from .answers import finalize
+from .answer_check import finalize
 from .calibration import Calibration, Fit
 from .config.settings import Config
 from .errors import (
@@ -48,7 +48,7 @@ from .logs import LOGGER
 from .model import JudgeRequest
 from .notices import notice
 from .providers.base import BaseProvider, Limits, Reply
-from .state import Cooling, StateStore, cooldown_for, key_for, target_keys
+from .store import Cooling, StateStore, cooldown_for, key_for, target_keys
 
 log = logging.getLogger(LOGGER)
 NO_USAGE: dict[str, int | None] = {"input_tokens": None, "output_tokens": None}

@@ -486,14 +486,14 @@ def _ask_person(text: str) -> bool:
 def _cmd_retry(args: argparse.Namespace) -> int:
     from .config.settings import load_config
     from .errors import ConfigError
-    from .state import open_state
+    from .store import open_store
 
     try:
         settings = load_config().state
     except ConfigError as exc:
         _emit(_invalid(exc.message), args.pretty)
         return EXIT_INVALID
-    store = open_state(settings.url, settings.prefix)
+    store = open_store(settings.url, settings.prefix)
     try:
         _emit({"cleared": store.clear(), "state": store.describe()}, args.pretty)
     finally:

@@ -33,7 +33,7 @@ from .model import (
     parse_judge,
 )
 from .providers.base import BaseProvider
-from .state import Cooling, StateStore, open_state
+from .store import Cooling, StateStore, open_store
 
 log = logging.getLogger(LOGGER)
 
@@ -56,7 +56,7 @@ class Gateway:
         # evaluate and teach (their re-asks are measurements, not traffic); cooldowns and
         # notices still apply.
         self.record = record
-        self.state: StateStore = open_state(self.config.state.url, self.config.state.prefix)
+        self.state: StateStore = open_store(self.config.state.url, self.config.state.prefix)
         # `providers`: rungs built by the caller (it owns them); `build`: how the others are built
         # (default providers.build; daemon/dispatch.py's delegates an embedded rung to the daemon).
         self.rungs = Rungs(self.config, providers, **({"build": build} if build is not None else {}))

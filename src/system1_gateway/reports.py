@@ -18,7 +18,7 @@ from .config.settings import Config
 from .errors import ConfigError, GatewayError
 from .logs import LOGGER
 from .model import SCHEMA_VERSION
-from .state.base import StateStore, iso
+from .store.base import StateStore, iso
 
 log = logging.getLogger(LOGGER)
 

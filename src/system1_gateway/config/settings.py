@@ -44,9 +44,9 @@ SERVE_ENV = {
     "idle_exit_min": "SYSTEM1_SERVE_IDLE_EXIT_MIN",
     "load_budget_s": "SYSTEM1_SERVE_LOAD_BUDGET_S",
 }
-# Shared state ([state]): where cooldowns, notices and counters live (state/).
+# Shared state ([state]): where cooldowns, notices and counters live (store/).
 STATE_ENV = {"url": "SYSTEM1_STATE_URL", "prefix": "SYSTEM1_STATE_PREFIX"}
-# Read by state/redis_store.py itself: secrets and TLS files never come from the config file.
+# Read by store/redis_store.py itself: secrets and TLS files never come from the config file.
 STATE_SECRET_ENV = {"SYSTEM1_STATE_PASSWORD", "SYSTEM1_STATE_USERNAME", "SYSTEM1_STATE_CA_FILE",
                     "SYSTEM1_STATE_CERT_FILE", "SYSTEM1_STATE_KEY_FILE"}
 _RESERVED_ENV = (set(GATEWAY_ENV.values()) | set(SERVE_ENV.values()) | set(STATE_ENV.values()) | STATE_SECRET_ENV
@@ -126,7 +126,7 @@ class Config:
     state: StateSettings = field(default_factory=StateSettings)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: Path | None = None
-    # [routing], [skills], [guard]: read by the Claude Code hooks (config_tables.py)
+    # [routing], [skills], [guard]: read by the Claude Code hooks (config/tables.py)
     hooks: dict[str, dict[str, Any]] = field(default_factory=lambda: hook_settings.parse({}))
 
     @property

@@ -2,7 +2,7 @@
 `[routing]`, `[skills]` and `[guard]` (a hook runs once per prompt or tool call), and the one
 notion of a boolean setting that the fast paths share (`flag`, `autostart`).
 
-This is the one definition of these tables: `config.py` calls `parse` too, so `system1
+This is the one definition of these tables: `config/settings.py` calls `parse` too, so `system1
 doctor`, `order` and the daemon refuse what the hooks refuse, with the same message.
 A hook that meets an unusable config file does nothing and says why under `--explain`, except
 the guard: when the guard may be on (`broken_guard`) it applies its failure policy, and its ask
@@ -53,7 +53,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 ON_FAILURE = ("ask", "open")
 APPROVE = ("off", "read-only")
 HOOK_BUDGET_MAX_S = 4.5  # the hooks' timeout in hooks/hooks.json is 5 s
-ROUTING_MODES = ("log", "hint", "set")  # routing.MODES (not imported: config.py reads this module too)
+ROUTING_MODES = ("log", "hint", "set")  # routing.MODES (not imported: config/settings.py reads this module too)
 TABLES = tuple(DEFAULTS)
 # What a boolean setting given as text means (pydantic's words, so the fast path and the
 # validated config agree); anything else is malformed.

@@ -35,7 +35,7 @@ MIN_DEADLINE_S = 0.01  # model.py's smallest deadline_s
 MAX_REPLY_BYTES = 16 * 1024 * 1024  # a result is kilobytes; past this the reply is not the daemon's
 ROUTE = "daemon"  # the `provider` of the attempt that says which path answered
 
-# Defaults of config.py's GatewaySettings / ServeSettings, read here without pydantic;
+# Defaults of config/settings.py's GatewaySettings / ServeSettings, read here without pydantic;
 # tests/test_client.py checks that peek() agrees with load_config().
 DEFAULT_DEADLINE_S = 8.0
 DEFAULT_LOAD_BUDGET_S = 60.0
@@ -45,8 +45,8 @@ class DaemonUnavailable(Exception):
     """The daemon did not give a usable answer; the caller answers in-process."""
 
 
-class Settings:
-    """The few settings the fast path needs, read from the config file (config_file.py).
+class ConfigPeek:
+    """The few settings the fast path needs, read from the config file (config/file.py).
     (Plain classes here, not dataclasses: `dataclasses` imports `inspect`, ≈ 8 ms.)"""
 
     def __init__(self, deadline_s: float = DEFAULT_DEADLINE_S, load_budget_s: float = DEFAULT_LOAD_BUDGET_S,
@@ -67,7 +67,7 @@ def _number(value: Any, default: float, low: float, high: float) -> float:
     return number if low < number <= high else default
 
 
-def peek() -> Settings:
+def peek() -> ConfigPeek:
     """The fast path's settings. A broken file gives the defaults: whoever answers (the
     daemon, or the in-process gateway) reports the config error itself."""
     from ..config import file as config_file
@@ -87,12 +87,12 @@ def peek() -> Settings:
     budget = env.get("SYSTEM1_SERVE_LOAD_BUDGET_S") or serve.get("load_budget_s", DEFAULT_LOAD_BUDGET_S)
     first = env.get("SYSTEM1_PROVIDER") or gateway.get("provider", "embedded")
     fallback = env["SYSTEM1_FALLBACK"] if "SYSTEM1_FALLBACK" in env else gateway.get("fallback")
-    if isinstance(fallback, str):  # "a,b" as config.py reads it
+    if isinstance(fallback, str):  # "a,b" as config/settings.py reads it
         fallback = fallback.split(",")
-    if not isinstance(fallback, list):  # anything else: config.py reports it; no rung here
+    if not isinstance(fallback, list):  # anything else: config/settings.py reports it; no rung here
         fallback = []
     key_env = serve.get("api_key_env")
-    return Settings(
+    return ConfigPeek(
         deadline_s=_number(deadline, DEFAULT_DEADLINE_S, 0, 3600),
         load_budget_s=_number(budget, DEFAULT_LOAD_BUDGET_S, 0, 3600),
         autostart=config_tables.autostart(data if readable else None, env),
@@ -250,7 +250,7 @@ def is_result(answer: dict[str, Any]) -> bool:
     return isinstance(answer.get("status"), str) and "error" in answer and isinstance(answer.get("attempts"), list)
 
 
-def _from_record(record: dict[str, Any], settings: Settings | None) -> Daemon:
+def _from_record(record: dict[str, Any], settings: ConfigPeek | None) -> Daemon:
     # The daemon's per-user token (its port file is this user's only); a daemon from before
     # tokens has none, and a team server's [serve] api_key_env key is accepted as well.
     key = record.get("token") or (os.environ.get(settings.api_key_env) if settings and settings.api_key_env else None)
@@ -270,7 +270,7 @@ def _live_record() -> dict[str, Any] | None:
     return record
 
 
-def locate(settings: Settings | None = None) -> tuple[Daemon | None, bool]:
+def locate(settings: ConfigPeek | None = None) -> tuple[Daemon | None, bool]:
     """(the daemon named by the port file if it is alive, whether its settings are this
     process's). A missing, torn or stale port file is (None, False)."""
     record = _live_record()
@@ -285,7 +285,7 @@ def find() -> Daemon | None:
     return daemon if same else None
 
 
-def wait_ready(budget_s: float, settings: Settings | None = None, alive: Any = None) -> tuple[Daemon | None, bool]:
+def wait_ready(budget_s: float, settings: ConfigPeek | None = None, alive: Any = None) -> tuple[Daemon | None, bool]:
     """Wait until the port file names a live daemon whose /healthz says ok, up to budget_s;
     give up early when `alive()` says no process is starting or serving any more."""
     end = time.monotonic() + budget_s

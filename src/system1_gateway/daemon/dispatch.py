@@ -80,14 +80,14 @@ class Routed:
         self.remaining_s = remaining_s  # deadline left for the in-process answer (None: all of it)
 
 
-def _deadline(payload: Any, settings: client.Settings) -> float:
+def _deadline(payload: Any, settings: client.ConfigPeek) -> float:
     own = payload.get("deadline_s") if isinstance(payload, dict) else None
     if isinstance(own, (int, float)) and not isinstance(own, bool) and 0 < own <= 600:
         return float(own)
     return settings.deadline_s
 
 
-def _loading_allowance(daemon: client.Daemon, settings: client.Settings) -> float:
+def _loading_allowance(daemon: client.Daemon, settings: client.ConfigPeek) -> float:
     """Extra wait for a daemon still loading its models (it waits for them before the
     request's deadline starts, up to the load budget). Only a daemon younger than the load
     budget can be loading; only then is /healthz asked (one loopback round trip)."""
@@ -161,7 +161,7 @@ def _within(gateway: Any, kind: str, payload: Any, provider: str | None, remaini
     return run(payload, provider=provider, deadline_s=remaining_s)
 
 
-def start_daemon(settings: client.Settings) -> tuple[client.Daemon | None, bool, str | None]:
+def start_daemon(settings: client.ConfigPeek) -> tuple[client.Daemon | None, bool, str | None]:
     """Start the daemon detached: (daemon, same settings, why there is none). With a model to
     load (an `embedded` first rung) wait for it: loading a second copy in-process takes as
     long, on the same cores, and doubles the memory (measured in docs/warm-engine.md); with

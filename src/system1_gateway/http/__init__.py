@@ -8,7 +8,7 @@ Routes (docs/serve.md has the status mapping, security and examples):
   GET  /v1/status, GET /v1/health   what `system1 status` / `system1 health` print
   GET  /healthz                     liveness + readiness (`loading` until the first rung is warm); no auth
   /mcp                              MCP Streamable HTTP (the SDK's own transport, the stdio server's tools)
-  GET  /metrics                     Prometheus text (metrics.py)
+  GET  /metrics                     Prometheus text (prometheus.py)
   POST /v1/systemone, GET /v1/models  the Jev wire (jev_wire.py's router)
 
 The modules, outside in:

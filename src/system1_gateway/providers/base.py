@@ -3,7 +3,7 @@
 A provider instance is built from its settings (a dict from the config file and
 `SYSTEM1_<NAME>_<KEY>` variables); its constructor raises ConfigError on unusable settings.
 `judge` gets a validated JudgeRequest and the attempt's timeout, which it must pass to its
-own I/O; it never retries. It returns raw answers that the gateway checks (answers.py):
+own I/O; it never retries. It returns raw answers that the gateway checks (answer_check.py):
 
     noul:   {"type": "noul", "p_true": 0.8}
     choice: {"type": "choice", "choice": "a", "probabilities": {"a": 0.8, "b": 0.2}}
@@ -55,7 +55,7 @@ class Health:
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 
-class Settings(BaseModel):
+class RungSettings(BaseModel):
     """Base for a provider's settings model: unknown keys are errors, env strings coerce."""
 
     model_config = ConfigDict(extra="forbid")
@@ -133,7 +133,7 @@ def endpoint_id(url: str, credential_env: str | None) -> str:
     return f"{parts.scheme.lower()}://{host}{path}" + (f" key:{credential_env}" if credential_env else "")
 
 
-def parse_settings(model: type[Settings], name: str, raw: dict[str, Any]) -> Any:
+def parse_settings(model: type[RungSettings], name: str, raw: dict[str, Any]) -> Any:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ..errors import ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
-from .base import BaseProvider, Health, Limits, Reply, Settings, parse_settings
+from .base import BaseProvider, Health, Limits, Reply, RungSettings, parse_settings
 
 MALFORMED_KINDS = (
     "not_object", "missing", "wrong_type", "sum", "negative", "not_argmax",
@@ -26,7 +26,7 @@ MALFORMED_KINDS = (
 )
 
 
-class MockSettings(Settings):
+class MockSettings(RungSettings):
     model: str = "mock-1"
     latency_ms: float = Field(default=0.0, ge=0, le=600_000)
     mode: Literal["answer", "abstain", "fail", "timeout", "malformed"] = "answer"

@@ -6,9 +6,9 @@
 * Questions go in sequential batches of at most 400, answers are mapped back by position;
   `noul` ↔ `predicate` (true/false descriptions appended to the instructions); choice values
   and score levels are rebuilt from the request.
-* A per-question `refusal` stays a typed no-answer entry (answers.py), never a fake value.
+* A per-question `refusal` stays a typed no-answer entry (answer_check.py), never a fake value.
 * Adding this rung to the order needs an interactive confirmation of the billing
-  precautions (config_edit.py).
+  precautions (config/edit.py).
 * The SDK is given one httpx client whose sockets are bounded by the attempt's deadline
   (deadline_http): httpx times each read on its own, so an endpoint dripping a byte at a time
   held a worker thread for as long as it liked.
@@ -25,7 +25,7 @@ from pydantic import Field
 from ..errors import MalformedAnswer, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from ..render import render
-from .base import MAX_RESPONSE_BYTES, BaseProvider, Health, Limits, Reply, Settings, endpoint_id, parse_settings
+from .base import MAX_RESPONSE_BYTES, BaseProvider, Health, Limits, Reply, RungSettings, endpoint_id, parse_settings
 from .deadline_http import clamp, cut_for_size, within
 from .failures import classify
 
@@ -33,7 +33,7 @@ KEY_ENV = "SYSTEM1_OPENAI_API_KEY"
 BATCH = 400
 
 
-class OpenAISettings(Settings):
+class OpenAISettings(RungSettings):
     endpoint: str = Field(default="https://api.openai.com/v1", description="the SDK's base URL")
     model: str = "gpt-6-luna"
     max_options: int = Field(default=255, ge=2, le=255)

@@ -32,14 +32,14 @@ from ..addresses import is_loopback
 from ..config.settings import CREDENTIAL_KEYS as SECRET_KEYS
 from ..errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
-from .base import MAX_RESPONSE_BYTES, BaseProvider, Health, Limits, Reply, Settings, endpoint_id, parse_settings
+from .base import MAX_RESPONSE_BYTES, BaseProvider, Health, Limits, Reply, RungSettings, endpoint_id, parse_settings
 from .deadline_http import clamp, cut_for_size, is_clamped, within
 from .failures import classify, error_message
 
 __all__ = ["SystemOneProvider", "SystemOneSettings", "error_message", "is_loopback"]
 
 
-class SystemOneSettings(Settings):
+class SystemOneSettings(RungSettings):
     endpoint: str = Field(description="base URL, e.g. http://127.0.0.1:8080 (or the full …/v1/systemone URL)")
     model: str = Field(min_length=1, description="model name sent with every request")
     api_key_env: str | None = Field(default=None, description="NAME of the environment variable holding the bearer key")
@@ -228,7 +228,7 @@ class SystemOneProvider(BaseProvider):
 
 def _answer(question: Any, raw: Any) -> Any:
     """One wire answer in canonical raw form; shapes the gateway cannot use pass through
-    for answers.py to reject with a precise message."""
+    for answer_check.py to reject with a precise message."""
     if not isinstance(raw, dict):
         return raw
     out: dict[str, Any] = {"type": "noul" if raw.get("type") in ("noul", "bool", "boolean", "predicate") else raw.get("type")}

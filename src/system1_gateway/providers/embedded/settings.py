@@ -8,13 +8,13 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..base import Settings
+from ..base import RungSettings
 
 LLM_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 FAST_MODEL = "all-minilm-l6-v2-int8"
 
 
-class EmbeddedSettings(Settings):
+class EmbeddedSettings(RungSettings):
     tier: Literal["auto", "llm", "fast"] = "auto"
     threads: int | None = Field(default=None, ge=1, le=256, description="default: usable CPUs")
     kv_slots: int = Field(default=16, ge=1, le=64, description="recurring questions kept in the KV cache")

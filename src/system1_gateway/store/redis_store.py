@@ -40,7 +40,7 @@ from redis.retry import Retry
 from .. import resolver
 from ..logs import LOGGER
 from .base import COUNTERS, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, iso, today
-from .memory import MemoryState
+from .memory import MemoryStore
 
 log = logging.getLogger(LOGGER)
 T = TypeVar("T")
@@ -187,7 +187,7 @@ def connect(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, **options)
 
 
-class RedisState(StateStore):
+class RedisStore(StateStore):
     backend = "redis"
 
     def __init__(self, url: str, prefix: str = "system1"):
@@ -199,7 +199,7 @@ class RedisState(StateStore):
         self._recover = self._client.register_script(RECOVER)
         self._active = self._client.register_script(ACTIVE)
         self._lock = threading.Lock()  # guards the switch to memory and back
-        self._memory: MemoryState | None = None
+        self._memory: MemoryStore | None = None
         # The cooldowns this process has seen in Redis (key → Cooling): an outage starts the
         # memory fallback from them, so it does not call a throttled engine once more.
         self._seen: dict[str, Cooling] = {}
@@ -221,7 +221,7 @@ class RedisState(StateStore):
         return redis_key[len(self._k("cool", "")):]
 
     # -- the switch ----------------------------------------------------------------------------
-    def _run(self, remote: Callable[[], T], local: Callable[[MemoryState], T]) -> T:
+    def _run(self, remote: Callable[[], T], local: Callable[[MemoryStore], T]) -> T:
         if self._memory is not None:
             with self._lock:
                 if self._memory is not None:
@@ -235,7 +235,7 @@ class RedisState(StateStore):
                 return local(self._memory)  # type: ignore[arg-type]
 
     def _fall_back(self, exc: Exception) -> None:
-        memory, now = MemoryState(), time.time()
+        memory, now = MemoryStore(), time.time()
         with self._seen_lock:
             seen = list(self._seen.values())
         for cooling in seen:

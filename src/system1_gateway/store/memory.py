@@ -11,7 +11,7 @@ from typing import Any
 from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, Counts, StateStore, today
 
 
-class MemoryState(StateStore):
+class MemoryStore(StateStore):
     backend = "memory"
 
     def __init__(self) -> None:

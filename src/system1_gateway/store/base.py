@@ -1,9 +1,9 @@
 """What every process of a deployment shares (docs/waterfall.md, docs/scale.md): cooldowns, the notice memory, the
 one-retry lease after a cooldown expires, and today's counters.
 
-One small interface, `StateStore`, three implementations: `SQLiteState` (one user, one
-machine: a file every hook and CLI process opens; the default), `RedisState` (a team: several
-`system1 serve` replicas behind a load balancer) and `MemoryState` (what either falls back to
+One small interface, `StateStore`, three implementations: `SQLiteStore` (one user, one
+machine: a file every hook and CLI process opens; the default), `RedisStore` (a team: several
+`system1 serve` replicas behind a load balancer) and `MemoryStore` (what either falls back to
 when its storage fails, so a request never fails because of shared state).
 
 Cooldowns are keyed by *target*, not by rung name: two rungs that send to the same endpoint

@@ -23,7 +23,7 @@ from typing import Any, Callable, TypeVar
 from ..logs import LOGGER
 from ..paths import private_dir, private_file, state_dir
 from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, CounterBuffer, Counts, StateStore, iso, today
-from .memory import MemoryState
+from .memory import MemoryStore
 
 log = logging.getLogger(LOGGER)
 # A lock wait is bounded well under any deadline (it used to be 5 s, past a request's deadline).
@@ -42,12 +42,12 @@ SCHEMA = (
 )
 
 
-class SQLiteState(StateStore):
+class SQLiteStore(StateStore):
     backend = "sqlite"
 
     def __init__(self, path: Path | None = None):
         self.path = path or state_dir() / "state.db"
-        self._memory: MemoryState | None = None  # set once SQLite failed
+        self._memory: MemoryStore | None = None  # set once SQLite failed
         self._since: float | None = None
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -69,7 +69,7 @@ class SQLiteState(StateStore):
             self._conn = conn
         return self._conn
 
-    def _run(self, sql_fn: Callable[[sqlite3.Connection], T], memory_fn: Callable[[MemoryState], T]) -> T:
+    def _run(self, sql_fn: Callable[[sqlite3.Connection], T], memory_fn: Callable[[MemoryStore], T]) -> T:
         with self._lock:
             if self._memory is not None and time.time() - (self._since or 0.0) >= REATTACH_S:
                 self._reattach()
@@ -105,7 +105,7 @@ class SQLiteState(StateStore):
 
     def _fall_back(self, exc: Exception) -> None:
         log.warning("shared state %s unusable (%s); keeping cooldowns in memory for this process", self.path, exc)
-        self._memory, self._since = MemoryState(), time.time()
+        self._memory, self._since = MemoryStore(), time.time()
         self._drop_connection()
 
     def _drop_connection(self) -> None:

@@ -12,8 +12,8 @@ import pytest
 from redis_server import RedisServer
 from system1_gateway.config.settings import parse_config_text
 from system1_gateway.errors import ConfigError
-from system1_gateway.state import Cooling, MemoryState, SQLiteState, key_for, target_keys
-from system1_gateway.state.redis_store import RedisState, public_url
+from system1_gateway.store import Cooling, MemoryStore, SQLiteStore, key_for, target_keys
+from system1_gateway.store.redis_store import RedisStore, public_url
 
 KEYS = target_keys("https://engine.example key:K", "m1")
 
@@ -28,22 +28,22 @@ def redis_server(tmp_path_factory):
 @pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request, tmp_path):
     if request.param == "memory":
-        made = [MemoryState()]
+        made = [MemoryStore()]
     elif request.param == "sqlite":
-        made = [SQLiteState(tmp_path / "s.db")]
+        made = [SQLiteStore(tmp_path / "s.db")]
     else:
         server = request.getfixturevalue("redis_server")
-        made = [RedisState(server.url, prefix=f"t{time.monotonic_ns()}")]
+        made = [RedisStore(server.url, prefix=f"t{time.monotonic_ns()}")]
     yield made[0]
     made[0].close()
 
 
 def twin(store, tmp_path):
     """Another process (or replica) on the same shared state; memory has no other process."""
-    if isinstance(store, SQLiteState):
-        return SQLiteState(store.path)
-    if isinstance(store, RedisState):
-        return RedisState(store.url, store.prefix)
+    if isinstance(store, SQLiteStore):
+        return SQLiteStore(store.path)
+    if isinstance(store, RedisStore):
+        return RedisStore(store.url, store.prefix)
     return store
 
 
@@ -162,7 +162,7 @@ def test_rungs_on_one_target_share_its_cooldown(mode, b_model, b_tried):
 # -- Redis: outages --------------------------------------------------------------------------
 def test_redis_outage_falls_back_to_memory_once_and_resyncs(tmp_path, caplog):
     server = RedisServer(tmp_path / "r")
-    store = RedisState(server.url, prefix="outage")
+    store = RedisStore(server.url, prefix="outage")
     try:
         store.count({"requests": 1}, None)
         server.stop()
@@ -182,7 +182,7 @@ def test_redis_outage_falls_back_to_memory_once_and_resyncs(tmp_path, caplog):
         while not store.describe()["ok"] and time.monotonic() < deadline:
             time.sleep(0.1)
         assert store.describe()["ok"] is True
-        other = RedisState(server.url, prefix="outage")  # a replica that never fell back
+        other = RedisStore(server.url, prefix="outage")  # a replica that never fell back
         pushed = other.peek(KEYS)
         assert pushed is not None and pushed.reason == "quota: none left" and pushed.remaining_s > 55
         assert other.today()["today"]["requests"] == 3  # every count: the outage's too, re-synced
@@ -199,7 +199,7 @@ def test_a_hung_redis_costs_one_short_timeout_then_memory(tmp_path):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
-    store = RedisState(f"redis://127.0.0.1:{listener.getsockname()[1]}/0")
+    store = RedisStore(f"redis://127.0.0.1:{listener.getsockname()[1]}/0")
     try:
         t0 = time.perf_counter()
         assert store.check(KEYS) is False
@@ -240,7 +240,7 @@ def test_a_redis_outage_keeps_the_cooldowns_this_process_knew(tmp_path):
     """Issue 27 L5: the memory fallback started empty, so each replica called a throttled
     engine once more when Redis went away. It starts from the cooldowns this process saw."""
     server = RedisServer(tmp_path / "r")
-    store, replica = RedisState(server.url, prefix="keep"), RedisState(server.url, prefix="keep")
+    store, replica = RedisStore(server.url, prefix="keep"), RedisStore(server.url, prefix="keep")
     try:
         store.cool(KEYS[0], "a", 120, "rate_limit: slow down")  # set before the outage, here
         seen = replica.peek(KEYS)  # and seen by another replica
@@ -262,10 +262,10 @@ def test_a_held_sqlite_lock_costs_half_a_second_and_the_store_comes_back(tmp_pat
     cooldowns stopped being shared until restart)."""
     import sqlite3
 
-    from system1_gateway.state import sqlite as sqlite_state
+    from system1_gateway.store import sqlite as sqlite_state
 
     path = tmp_path / "state.db"
-    store = SQLiteState(path)
+    store = SQLiteStore(path)
     store.peek(KEYS)  # the file exists, WAL on
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
@@ -280,7 +280,7 @@ def test_a_held_sqlite_lock_costs_half_a_second_and_the_store_comes_back(tmp_pat
     monkeypatch.setattr(sqlite_state, "REATTACH_S", 0.2)
     time.sleep(0.3)
     assert isinstance(store.peek(KEYS), Cooling) and store.describe()["ok"] is True  # back on the file
-    shared = SQLiteState(path).peek(KEYS)  # and what it kept meanwhile is shared again
+    shared = SQLiteStore(path).peek(KEYS)  # and what it kept meanwhile is shared again
     assert shared is not None and shared.reason == "quota: none left" and shared.remaining_s > 55
     store.close()
 
@@ -309,10 +309,10 @@ def test_a_slow_dns_lookup_of_the_redis_host_is_bounded_by_the_connect_timeout(m
     socket_connect_timeout does not cover: a 3 s lookup held the request 3 s. Now the lookup
     waits at most the connect timeout, and the store falls back to memory as for any outage;
     a name that resolves in time still reaches the real server."""
-    from system1_gateway.state import redis_store
+    from system1_gateway.store import redis_store
 
     looked_up = _slow_dns(monkeypatch, {"slow-dns.test": 3.0, "fast-dns.test": 0.02})
-    slow = RedisState(redis_server.url.replace("127.0.0.1", "slow-dns.test"), prefix=f"dns{time.monotonic_ns()}")
+    slow = RedisStore(redis_server.url.replace("127.0.0.1", "slow-dns.test"), prefix=f"dns{time.monotonic_ns()}")
     try:
         t0 = time.perf_counter()
         assert slow.check(KEYS) is False  # memory: nothing cooling there
@@ -323,10 +323,10 @@ def test_a_slow_dns_lookup_of_the_redis_host_is_bounded_by_the_connect_timeout(m
         assert slow.fallbacks == 1 and described["ok"] is False and "Timeout" in described["detail"], described
     finally:
         slow.close()
-    fast = RedisState(redis_server.url.replace("127.0.0.1", "fast-dns.test"), prefix=f"dns{time.monotonic_ns()}")
+    fast = RedisStore(redis_server.url.replace("127.0.0.1", "fast-dns.test"), prefix=f"dns{time.monotonic_ns()}")
     try:
         fast.cool(KEYS[0], "a", 60, "rate_limit: slow down")
-        seen = RedisState(redis_server.url, prefix=fast.prefix)  # the same Redis, by its address
+        seen = RedisStore(redis_server.url, prefix=fast.prefix)  # the same Redis, by its address
         try:
             assert isinstance(seen.peek(KEYS), Cooling)
         finally:
@@ -353,7 +353,7 @@ def test_rediss_resolves_within_the_bound_and_tls_still_sees_the_host_name(monke
         raise ssl.SSLError("stop here: the handshake is not under test")
 
     monkeypatch.setattr(ssl.SSLContext, "wrap_socket", wrap_socket)
-    store = RedisState(f"rediss://cache.internal.test:{listener.getsockname()[1]}/0")
+    store = RedisStore(f"rediss://cache.internal.test:{listener.getsockname()[1]}/0")
     try:
         assert store.check(KEYS) is False and store.fallbacks == 1
         assert seen and seen[0] == ("cache.internal.test", "127.0.0.1"), seen
