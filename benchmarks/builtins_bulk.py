@@ -1,4 +1,4 @@
-"""Built-in answers in bulk (issue 40 §3): `system1 judge --jsonl` on 2,000 mixed requests, process
+"""Built-in answers in bulk: `system1 judge --jsonl` on 2,000 mixed requests, process
 start included, batched against one request at a time; and a hook's one-shot latency.
 
     python benchmarks/builtins_bulk.py [--repeat 3] [--before REV] [--latency 15]

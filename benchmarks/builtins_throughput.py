@@ -9,7 +9,7 @@ Runs, side by side, in-process (no daemon: SYSTEM1_SERVE_AUTOSTART=0, a fresh st
   * the same items plus one last request with a question no head answers (the accurate tier
     loads for it, when the `local` extra is installed).
 Prints wall time (median of --repeat runs), items per second, and accuracy of the answers.
-Target (issue 25): >= 200 items/s for the built-ins alone.
+Target: >= 200 items/s for the built-ins alone.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ bare interpreter start and the in-process CLI, measured interleaved in one run.
 
     python benchmarks/daemon_cli.py [--runs 20]
 
-Target (issue 10): p50 ≤ 60 ms, or ≤ 7× `python -c pass`. Each run is a new process; the
+Target: p50 ≤ 60 ms, or ≤ 7× `python -c pass`. Each run is a new process; the
 four commands take turns so a busy moment of the (shared) machine hits all of them. The
 daemon runs in a fresh state dir with `[gateway] provider = "mock"`, started with
 `system1 daemon start`; the in-process CLI uses a second state dir where no daemon runs.

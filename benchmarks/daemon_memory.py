@@ -7,7 +7,7 @@ runs together: two stdio MCP servers (`python -I -m system1_gateway`, driven by 
 client), `system1 decide` processes, and stdlib client calls from this process. A sampler
 reads VmRSS of every one of these processes from /proc every 50 ms; printed: the peak RSS per
 process (median and max over processes of a kind) and the total at the busiest sample.
-Issue 10: the accurate tier is held once (≈ 2.2 GB in total), not once per client. Linux only.
+The accurate tier is held once (≈ 2.2 GB in total), not once per client. Linux only.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ accurate tier), warms the question, then for each run posts one decide through t
 client (client.Daemon.post, what the CLI and the MCP server use) and compares the client's
 wall time with the `latency_ms` the daemon's gateway measured for the same request: the
 difference is everything the daemon adds (HTTP, JSON, the server, the hand-off to a worker).
-Target (issue 10): overhead ≤ 2 ms p50.
+Target: overhead ≤ 2 ms p50.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`system1 evaluate` on a large routing log: wall time and peak memory (issue 14's target:
+"""`system1 evaluate` on a large routing log: wall time and peak memory (target:
 5 000 entries in ≤ 30 s with the heads, constant memory).
 
     python benchmarks/evaluate_speed.py [--entries 5000]

@@ -1,4 +1,4 @@
-"""The long fuzz run (issue 9): the property targets of tests/test_fuzz.py, many more cases.
+"""The long fuzz run: the property targets of tests/test_fuzz.py, many more cases.
 
     python benchmarks/fuzz.py [--cases 100000] [--seed 1] [--only NAME,…] [--list]
 
@@ -7,7 +7,7 @@ driven by hypothesis in generate-only mode (no shrinking; every case is counted,
 the run). Targets: the core (judge, decide, DEBUG audit, deadline with a slow mock), the MCP
 tool handlers, the CLI (decide argv, judge files/stdin, --jsonl streams), every HTTP adapter
 (systemone, jev, von, laya, ollama, openai through its SDK) on generated responses, key echo
-in error bodies, hanging / slow-drip engines under short deadlines; and (issue 27) the HTTP
+in error bodies, hanging / slow-drip engines under short deadlines; and the HTTP
 Guard against every kind of wrong Authorization header, per-request chains naming rungs the
 owner did not configure, and bounded_json on any text. No socket is opened
 (httpx.MockTransport) and no model is loaded.
@@ -157,7 +157,7 @@ def _http_deadline(kind, data, key, fallback, timeout_s, deadline_s):
                        deadline_s=deadline_s, direct=False, probe=False)
 
 
-# issue 27: the daemon's token, per-request chains, bounded JSON
+# The daemon's token, per-request chains, bounded JSON
 @target("http_auth", 0.03, st.fixed_dictionaries({"route": st.sampled_from(fz.AUTH_ROUTES),
                                                   "headers": fz.auth_header_sets}))
 def _http_auth(route, headers):

@@ -1,4 +1,4 @@
-"""What looking at the working tree costs the guard (issue 38, part 4; docs/guard.md "What is on
+"""What looking at the working tree costs the guard (docs/guard.md "What is on
 disk"), in a repository of 10 000 tracked files made in a temporary folder.
 
     python benchmarks/guard_disk.py [--files 10000] [--n 60]

@@ -4,7 +4,7 @@ one run: how often each asks before everyday work and before real loss, and what
     python benchmarks/guard_versions.py [--set FILE.jsonl ...] [--min-confidence 0.7] [--show 10]
 
 Sets (each line {"state", "destructive"}; labels follow version 2): benchmarks/data/guard_everyday.jsonl
-(everyday work across the domains issue 38 names: migrations, deploys, cluster and chart changes, git's
+(everyday work across the domains users name: migrations, deploys, cluster and chart changes, git's
 everyday writes, installs, formatters, containers, processes, services) and guard_loss.jsonl (commands
 of the same tools that lose something), both written for this benchmark from the tools' documentation
 by the author of data/heads/commands-everyday (so optimistic: the outside testers' sets are kept from

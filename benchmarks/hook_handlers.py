@@ -1,5 +1,5 @@
 """What each Claude Code hook handler type adds to a prompt and to a tool call, end to end,
-through the real `claude` CLI against a plugin-disabled baseline (issue 28, item 2).
+through the real `claude` CLI against a plugin-disabled baseline.
 
     SYSTEM1_TOOLS_DIR=/.tools python benchmarks/hook_handlers.py [--rounds 8] [--turns 5]
 

@@ -1,4 +1,4 @@
-"""Speed and memory of `system1 report` over a large transcript tree (issue 15's target: 1 GB
+"""Speed and memory of `system1 report` over a large transcript tree (target: 1 GB
 in ≤ 60 s, constant memory).
 
     python benchmarks/report_speed.py [--gb 1.0] [--keep DIR]

@@ -1,4 +1,4 @@
-"""The four routing features of one prompt in one request: the heads before issue 25 (first 256
+"""The four routing features of one prompt in one request: the heads before 0.3.0 (first 256
 tokens, our own data) against today's (real prompts, the mixed reading), side by side.
 
     python benchmarks/routing_heads.py [--old-ref 4c88ad3] [--repeat 3]

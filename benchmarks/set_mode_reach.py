@@ -1,5 +1,5 @@
 """How often `[routing] mode = "set"` acts at the shipped defaults, on subagent briefs as
-orchestrators really write them (issue 42): the share of read-only briefs the Agent hook sets
+orchestrators really write them: the share of read-only briefs the Agent hook sets
 to a cheaper tier, and the share of editing briefs it wrongly does.
 
     python benchmarks/set_mode_reach.py [--data PATH] [--parent opus] [--rule PATH] [--json]

@@ -1,4 +1,4 @@
-"""A stronger reader for the routing heads (issue 40): what a words block, structure features and
+"""A stronger reader for the routing heads: what a words block, structure features and
 an n-gram model stacked with or beside the embedding head change, measured as
 scripts/routing_study.py measures (docs/studies/routing-reader.md).
 

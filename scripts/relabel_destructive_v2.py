@@ -1,4 +1,4 @@
-"""Relabels the `destructive` command sets for version 2 of the built-in (issue 38: loss, not change).
+"""Relabels the `destructive` command sets for version 2 of the built-in (loss, not change).
 
     python scripts/relabel_destructive_v2.py [--write]
 

@@ -1,5 +1,5 @@
 """The routing heads on real prompts: what the shipped heads score, what real training data and
-whole-prompt reading change, and a learning curve (issue 25, docs/studies/routing-real.md).
+whole-prompt reading change, and a learning curve (docs/studies/routing-real.md).
 
     python scripts/routing_study.py [--tasks read_only ...] [--out docs/studies/routing-real.json]
 

@@ -6,7 +6,7 @@ Data (provenance in each folder's README): `dev/dev_builtins.jsonl` (the project
 dev items of these five tasks) and our own sets (`commands-*` for destructive, `prompts-*`
 for the four routing questions), deduplicated against dev and against each other.
 
-Measured honestly, as issue 11 asks: 5-fold cross-validation over the dev items, each fold's
+Measured honestly: 5-fold cross-validation over the dev items, each fold's
 head trained on the other dev folds plus all of our own data, its hyper-parameters and
 temperature chosen inside that training set (nested). The cascade's bar is chosen on four
 folds' held-out answers and applied to the fifth (cross-fitted). The shipped head is then

@@ -1,4 +1,4 @@
-"""The command sets behind `[guard] approve = "read-only"`'s figures (issue 39), written for it
+"""The command sets behind `[guard] approve = "read-only"`'s figures, written for it
 from the tools' own manuals (coreutils, findutils, grep, sed, ripgrep, jq, git, npm, pip, docker,
 kubectl), never copied from another guard's tests.
 

@@ -1,4 +1,4 @@
-"""Shared pieces of the fuzz campaign (issue 9): hypothesis strategies for requests, engine
+"""Shared pieces of the fuzz campaign: hypothesis strategies for requests, engine
 responses and hostile text, the fake engines that serve generated responses through the real
 adapters (an `httpx.MockTransport`, no sockets), and the property checks.
 
@@ -1128,7 +1128,7 @@ def http_scripts(draw: Any, kind: str, hang: bool = False) -> tuple[dict[str, An
 
 
 # --------------------------------------------------------------------------------------------
-# issue 27: the daemon's token, per-request chains, bounded JSON
+# The daemon's token, per-request chains, bounded JSON
 # --------------------------------------------------------------------------------------------
 # The HTTP face is driven in process (Starlette's TestClient: the ASGI app, its Guard and
 # routes, no socket), one app per worker process, built on first use: a gateway whose only
@@ -1266,7 +1266,7 @@ def run_http_auth(route: tuple[str, str], headers: list[tuple[str, tuple[str, ..
     return _finish(case, cap, (AUTH_TOKEN,), outputs)
 
 
-# -- per-request chains (issue 27 M1) ----------------------------------------------------------
+# -- per-request chains ----------------------------------------------------------
 # The owner configured `mock` (the chain), `backup` (a fallback) and `lab` (a laya rung on the
 # discard port). A call may name those, or a kind whose defaults send no credential anywhere
 # the owner did not choose (embedded, mock, jev, openai); every other name is refused before
@@ -1473,7 +1473,7 @@ def run_chain(face: str, value: str, kind: str = "decide") -> Case:
     return _finish(case, cap, tuple(CHAIN_SECRETS.values()), tuple(outputs))
 
 
-# -- bounded JSON (issue 27 L7) ------------------------------------------------------------------
+# -- bounded JSON ------------------------------------------------------------------
 def _depth(value: Any) -> int:
     deepest, stack = 0, [(value, 1)]
     while stack:

@@ -1,4 +1,4 @@
-"""Built-in answers in bulk (issue 40 §3): `judge --jsonl` and `bulk` compute a chunk's fast-tier
+"""Built-in answers in bulk: `judge --jsonl` and `bulk` compute a chunk's fast-tier
 embeddings in a few batched encoder runs, then answer every request through the normal path.
 
 The answers must be the ones each request gets alone (up to float rounding), in input order,

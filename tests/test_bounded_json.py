@@ -1,4 +1,4 @@
-"""Nesting never crashes a reader (issue 27 L7): a document nested past the decoder's limit is
+"""Nesting never crashes a reader: a document nested past the decoder's limit is
 malformed JSON like any other, and files of small records are bounded outright."""
 
 import json

@@ -16,7 +16,7 @@ ROUTING = Path(__file__).resolve().parent / "data" / "routing_questions.json"
 
 def test_every_builtin_has_a_stable_id_version_and_hash():
     assert sorted(builtins.BUILTINS) == ["design", "destructive", "read_only", "review", "specified"]
-    assert builtins.BUILTINS["destructive"].version == 2  # issue 38: asks about loss
+    assert builtins.BUILTINS["destructive"].version == 2  # asks about loss
     for name, b in builtins.BUILTINS.items():
         assert b.id == f"system1/{name}@{b.version}"
         assert builtins.get(b.id) is b and builtins.get(name) is b
@@ -137,7 +137,7 @@ def test_builtins_module_is_stdlib_only():
 
 def test_each_version_of_destructive_is_read_under_its_own_rules(mock_gateway):
     """Version 1 (any change) and version 2 (loss) in one request: each question gets its own
-    version's rules (issue 38); a command both call destructive is decided by rules alone."""
+    version's rules; a command both call destructive is decided by rules alone."""
     gw = mock_gateway(answer=None)
     both = {"old": {"builtin": "system1/destructive@1"}, "new": {"builtin": "destructive"}}
     result = gw.judge({"state": "docker compose down -v", "questions": both})

@@ -1,4 +1,4 @@
-"""`system1 bulk` (issue 16): the batch plan, ordered and resumable output, the local pool, real
+"""`system1 bulk`: the batch plan, ordered and resumable output, the local pool, real
 Ray in local mode (an actor pool over Ray Data), a crash and resume, the CLI."""
 
 from __future__ import annotations

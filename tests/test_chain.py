@@ -237,7 +237,7 @@ class Stuck(BaseProvider):
 
 
 def test_an_engine_that_holds_its_workers_cannot_starve_another_rung():
-    """Issue 27 M4: eight hung attempts on one rung took the chain's whole 8-thread pool, and
+    """Eight hung attempts on one rung took the chain's whole 8-thread pool, and
     every other worker-thread rung (the embedded engine, so the guard) failed with
     `deadline_exceeded` until restart. Each rung has its own workers."""
     from concurrent.futures import ThreadPoolExecutor

@@ -565,7 +565,7 @@ def _approvals(cc: ClaudeHome) -> list[dict[str, Any]]:
 
 
 def test_approve_answers_the_permission_prompt_for_a_command_that_only_reads(cc):
-    """Issue 39 through the real CLI in `-p` mode, Bash not pre-allowed (no allow rule): with
+    """Through the real CLI in `-p` mode, Bash not pre-allowed (no allow rule): with
     `[guard] approve = "read-only"` Claude Code's permission prompt for `xxd notes.txt` (a read
     its own read-only list does not know) is answered allow by hooks/approve.sh and the command
     runs; `touch`, a compound with a write and a destructive command are not approved (in `-p`

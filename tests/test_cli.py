@@ -206,7 +206,7 @@ def test_a_bad_chain_exits_2_naming_the_flag(write_config, command, args, expect
 
 
 def test_a_chain_flag_names_configured_rungs_only(write_config):
-    """Issue 27 M1: `--chain laya` without a [providers.laya] table is exit 2, nothing built."""
+    """`--chain laya` without a [providers.laya] table is exit 2, nothing built."""
     write_config(CHAIN_CONFIG)
     code, out, _ = run_cli("judge", "--chain", "laya", input=json.dumps(judge_payload()),
                            env={"SYSTEM1_LAYA_API_KEY": "k" * 20})

@@ -136,7 +136,7 @@ def test_every_broken_answer_is_a_clear_daemon_unavailable(behaviour, expected, 
 
 
 def test_a_reply_still_arriving_at_the_deadline_is_cut_there(sleeper):
-    """Issue 27 L6: each recv had the time left, but a peer sending a byte at a time never let
+    """Each recv had the time left, but a peer sending a byte at a time never let
     one time out, so the client read for as long as bytes came (a guard hook ran 18 s against
     a 1.5 s budget, and Claude Code kills it at 5 s: the guard failed open)."""
     server = FaultServer("drip")
@@ -303,7 +303,7 @@ def test_an_overridden_cli_call_uses_the_daemons_warm_model(start_daemon, monkey
     """The real accurate tier held once: a CLI call with a threshold override runs in-process
     (said so) and its embedded rung answers through the daemon, never loading llama.cpp."""
     # Generous time for both (about delegation, not latency: a first question is slow on a
-    # loaded 2-core machine, issue 10 item 5).
+    # loaded 2-core machine).
     monkeypatch.setenv("SYSTEM1_DEADLINE_S", "120")
     monkeypatch.setenv("SYSTEM1_TIMEOUT_S", "120")
     prejoined()  # the session's joined GGUF: this is about delegation, not a first run

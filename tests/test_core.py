@@ -277,11 +277,11 @@ def test_a_billed_rung_in_an_override_still_needs_consent(write_config, monkeypa
     assert called == [1]
 
 
-# -- a call names configured rungs only (issue 27 M1) ------------------------------------------
+# -- a call names configured rungs only ------------------------------------------
 @pytest.mark.parametrize("kind", ["laya", "systemone", "von", "ollama"])
 def test_a_call_cannot_build_an_engine_the_owner_never_configured(write_config, monkeypatch, kind):
-    """`?chain=laya` used to build a laya rung with its defaults and send SYSTEM1_LAYA_API_KEY
-    and the evidence to whatever listened on 127.0.0.1:8000. A kind whose defaults point at a
+    """`?chain=laya` must not build a laya rung with its defaults and send SYSTEM1_LAYA_API_KEY
+    and the evidence to whatever listens on 127.0.0.1:8000: a kind whose defaults point at a
     local port (or at nothing) is refused unless the owner configured it; nothing is built."""
     from system1_gateway import providers
     from system1_gateway.core import Gateway
@@ -307,7 +307,7 @@ def test_a_call_may_name_a_configured_table_and_the_free_kinds(write_config):
 
 
 def test_a_request_id_cannot_forge_a_log_line(mock_gateway, tmp_path):
-    """Issue 27 L11: a `request_id` with a newline started a line of its own in the gateway's
+    """A `request_id` with a newline started a line of its own in the gateway's
     log (`[%(request_id)s]` in every line's prefix). Control characters are escaped."""
     import logging
 

@@ -397,7 +397,7 @@ def test_the_log_is_rotated_at_start(daemons):
 
 
 def test_a_running_daemon_keeps_its_log_small(tmp_path):
-    """Issue 27 M3: daemon.log was rotated only at start; a flood while running (the accept
+    """`daemon.log` was rotated only at start; a flood while running (the accept
     loop's errors wrote ≈ 20 MB in 25 s) grew it without bound. A process whose stdout and
     stderr are daemon.log (as `_spawn` makes them) rotates it past LOG_MAX_BYTES and writes on."""
     code = (
@@ -479,7 +479,7 @@ def _raw(port: int, method: str, path: str, body: bytes = b"", token: str | None
 
 
 def test_only_this_user_can_use_the_daemon(daemons, monkeypatch, tmp_path_factory):
-    """Issue 27 M2: the daemon bound loopback with no key, so any local user could spend the
+    """The daemon bound loopback with no key, so any local user could spend the
     owner's engines and keys, read /v1/status and /metrics, and hold /mcp streams open. Every
     request but /healthz now needs one of this user's tokens (this start's, in the 0600 port
     file, or the lasting daemon.token, 0600, both in the 0700 daemon folder); /healthz tells
@@ -522,7 +522,7 @@ def test_only_this_user_can_use_the_daemon(daemons, monkeypatch, tmp_path_factor
 
     restarted = run_cli("daemon", "restart")[1][0]
     daemons(restarted.get("pid"))
-    # Issue M-B: a token a client ever sent to the wrong listener must not open the next daemon.
+    # A token a client ever sent to the wrong listener must not open the next daemon.
     # The port file's token is new at every start; daemon.token is kept for clients configured
     # with it by hand (an MCP client's header, an SDK).
     fresh = daemon_files.read_port()
@@ -546,7 +546,7 @@ def test_a_client_that_kept_the_old_token_follows_a_restart(daemons):
 
 
 def test_autostart_backs_off_after_a_failed_start_and_says_why(daemons, monkeypatch):
-    """Issue 27 L3: with autostart on and a daemon that cannot start, every call spawned a
+    """With autostart on and a daemon that cannot start, every call spawned a
     doomed daemon (and waited for it), and the answer did not say why. After a failed start
     autostart waits (30 s, then longer), and the answer's first attempt says why."""
     monkeypatch.setenv("SYSTEM1_SERVE_AUTOSTART", "1")
@@ -662,7 +662,7 @@ def _spawn_as_pid(pid: int, start: Callable[[], subprocess.Popen]) -> subprocess
 
 def test_a_dead_daemons_port_and_pid_taken_by_another_user_get_no_token_and_no_command(
         daemons, write_config, nobody):
-    """Issue M-B: after a kill -9 (the OOM killer, a crash) daemon.port stays. Another local
+    """After a kill -9 (the OOM killer, a crash) daemon.port stays. Another local
     user who took the port and the recorded pid got the token and every command from the
     hooks and the CLI, and the guard believed its "not destructive". Now a client trusts the
     port file only while daemon.lock is held (and the pid is a process of this user): nothing
@@ -729,7 +729,7 @@ print(len(closed), flush=True)
 
 
 def test_the_daemon_closes_another_users_connections_before_they_count(daemons, nobody):
-    """Issue L-1: another local user, who cannot authenticate, held the 512 places under the
+    """Another local user, who cannot authenticate, held the 512 places under the
     connection cap. On Linux the daemon now closes a connection from another user's socket at
     once (before, a half-open one was kept for request_read_timeout_s, 10 s)."""
     _start(daemons)
@@ -741,7 +741,7 @@ def test_the_daemon_closes_another_users_connections_before_they_count(daemons, 
 
 
 def test_a_flood_of_half_open_connections_does_not_lock_the_owner_out(daemons):
-    """Issue L-1: a flood of half-open connections (partial heads, each reopened as soon as it
+    """A flood of half-open connections (partial heads, each reopened as soon as it
     is closed) under a descriptor limit of 256 (a cap of 128): the owner's requests were reset
     at once. Now the connection that has waited longest without a key makes room, so every
     request of the owner is answered, the daemon lives and its log stays small."""

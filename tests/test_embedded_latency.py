@@ -1,4 +1,4 @@
-"""The embedded engine's latency guarantees with the real model (issue 10 item 5):
+"""The embedded engine's latency guarantees with the real model:
 
 * a question never seen before answers within the default deadline (its prompt prefix and
   reference are prepared in the background; the rationale says what answered meanwhile);
@@ -85,7 +85,7 @@ MIGRATION = "Add a column to the invoices table in a new Alembic migration."
 @pytest.fixture(scope="module")
 def new_long_question(provider, state):
     """One run shared by the two tests below (preparing a new question with long criteria is
-    ≈ 650 tokens of background decoding, ≈ 20 s on one core; each test used to pay it): a short
+    ≈ 650 tokens of background decoding, ≈ 20 s on one core, paid once): a short
     known question answered (prepared inline); a new question with ≈ 300 tokens of criteria
     through the default deadlines; while its prefix and reference are prepared in the
     background, the known question again; then the preparation waited for and the new

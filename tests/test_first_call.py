@@ -1,4 +1,4 @@
-"""The first call after install never fails (issue 10, item 4): the very first decision
+"""The first call after install never fails: the very first decision
 through the MCP SDK client (list tools, then decide at once) and through the CLI is `decided`
 or `abstained`, not an error — loading is charged to the load budget, never to the request's
 deadline; and over HTTP, the first /v1/decide sent the moment `system1 serve` listens.

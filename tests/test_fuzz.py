@@ -1,4 +1,4 @@
-"""Fuzz campaign (issue 9): property tests over generated and mutated inputs.
+"""Fuzz campaign: property tests over generated and mutated inputs.
 
 Faces: the core (`Gateway.judge` / `.decide`), the CLI parser (`cli.main`, in process, plus a
 few subprocess runs), the MCP tool handlers (`mcp_server.Tools`). Engines: every HTTP adapter
@@ -268,7 +268,7 @@ def test_http_deadline_holds(data, kind, key, fallback, timeout_s, deadline_s):
 
 
 # -- the findings, replayed ----------------------------------------------------------------
-# The minimal reproducers the campaign found (issue 9), as fixed cases: every one must stay a
+# The minimal reproducers the campaign found, as fixed cases: every one must stay a
 # typed outcome. (Request-side findings are covered by the core/CLI cases above and by
 # tests/test_model.py.)
 NOUL = {"state": "s", "questions": {"q": {"type": "noul", "instructions": "x"}}}
@@ -304,7 +304,7 @@ def test_findings_corpus(finding):
     check(lambda: fz.run_http(kind, payload, [reply], gets, "fzk7NajbeHeRu8rt5BfLGEU_PupAl"))
 
 
-# -- issue 27: the daemon's token, per-request chains, bounded JSON --------------------------
+# -- the daemon's token, per-request chains, bounded JSON --------------------------
 @fuzz(250)
 @given(route=st.sampled_from(fz.AUTH_ROUTES), headers=fz.auth_header_sets)
 def test_no_request_without_the_exact_token_gets_past_the_guard(route, headers):

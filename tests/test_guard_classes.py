@@ -1,4 +1,4 @@
-"""Issue 38, part 3: the classes that still passed. Each class asks (a destructive rule, or
+"""The classes that still passed. Each class asks (a destructive rule, or
 unsure), with commands written from the shell's and each tool's own documentation (bash(1),
 tmux(1), GNU screen, at(1), GNU parallel, GNU make, ansible, flyctl, az vm run-command, aws ssm
 send-command, npm exec, pnpm dlx, yarn, uvx, pipx, git's parse-options); and the everyday
@@ -218,7 +218,7 @@ def test_a_well_known_variable_names_the_program():
     assert judged('"$MYTOOL/bin/ls"')[0][0] == "unsure"
 
 
-# -- loss, not change (issue 38 part 2): version 2's rules ---------------------------------------
+# -- loss, not change: version 2's rules ---------------------------------------
 # Each loses something the tools at hand cannot recover: a rule asks, whatever the engine says.
 LOSS = [
     "docker compose down -v", "docker compose -f docker-compose.prod.yml down --volumes", "docker-compose down -v",

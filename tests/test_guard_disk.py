@@ -1,4 +1,4 @@
-"""What is on disk (issue 38, part 4; docs/guard.md "What is on disk"): the guard looks at the
+"""What is on disk (docs/guard.md "What is on disk"): the guard looks at the
 working tree where a command's loss depends on it, in real git repositories made here.
 
 The reader (`shell/disk.py`) first: what it relaxes, what it never relaxes (something earlier

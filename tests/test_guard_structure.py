@@ -1,4 +1,4 @@
-"""The Bash guard reads a command by its structure (issue 24): harmless words never hide a
+"""The Bash guard reads a command by its structure: harmless words never hide a
 destructive part, unsure is never safe, and every example of the issue is asked about —
 through the real embedded engine (the fast tier and the shipped `destructive` head), and
 through the real guard hook against a warm daemon."""
@@ -19,7 +19,7 @@ from system1_gateway.shell.read import read
 from test_hooks import hook
 
 TOLERANCE = 0.02
-# Harmless things agents put before or after a command (issue 24's list).
+# Harmless things agents put before or after a command.
 PREFIXES = ["git status && git log --oneline -5 && ", "ls -la; ", "echo starting\n", "cd src && ",
             "# clean up the old output\n", "set -e\n", "cat <<EOF > notes.md\nsteps taken so far\nEOF\n",
             "pwd; "]

@@ -1,5 +1,5 @@
-"""The heads' optional words block (issue 40): word n-grams, opening words and structure features
-beside the embedding. A head file without it loads and answers exactly as before; one with it
+"""The heads' optional words block: word n-grams, opening words and structure features
+beside the embedding. A head file without it loads and answers as it always did; one with it
 answers as its fit computed, refuses to load when its block is of another version or shape, and
 the block costs well under the embedding's time."""
 

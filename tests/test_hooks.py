@@ -534,7 +534,7 @@ def test_guard_in_auto_mode_denies_only_at_the_high_bar(write_config, tmp_path, 
     assert decision["permissionDecisionReason"].startswith("System-1 guard (auto mode): this command reads as "
                                                            'destructive (p = 1.00) (part 2 of 2, rule rm, command text "rm -rf ~")')
     assert log(tmp_path)[-1]["decision"] == "deny"
-    # the same command in the default mode asks, as before
+    # the same command in the default mode asks
     code, out, _ = hook("guard", {**payload, "permission_mode": "default"})
     assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
     assert (log(tmp_path)[-1]["mode"], log(tmp_path)[-1]["decision"]) == ("default", "ask")

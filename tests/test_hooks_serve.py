@@ -178,7 +178,7 @@ def test_the_server_answers_calls_still_running_at_eof(write_config, tmp_path):
     assert proc.returncode == 0 and json.loads(proc.stdout)["id"] == 9
 
 
-# -- a hostile repository, a misbehaving rule (review of issue 28) -----------------------------
+# -- a hostile repository, a misbehaving rule -----------------------------
 
 def test_a_fifo_or_a_link_to_stdin_as_a_skill_or_agent_file_is_not_read(write_config, tmp_path, start_daemon, server):
     """A FIFO named SKILL.md blocked the served call forever; a SKILL.md linked to /dev/stdin read
@@ -242,7 +242,7 @@ def test_a_lone_surrogate_in_the_input_still_gets_an_answer():
     assert json.loads(out.getvalue()) == {"jsonrpc": "2.0", "id": 1, "result": {"text": "\ud800"}}
 
 
-# -- what a call makes Claude Code wait for (issue 28: hooks add ≤ 10 ms) -----------------------
+# -- what a call makes Claude Code wait for (hooks add ≤ 10 ms) -----------------------
 
 @pytest.mark.parametrize("mode", ["log", "hint"])
 def test_a_hook_that_can_only_log_is_answered_before_its_work(write_config, tmp_path, start_daemon, server, mode):

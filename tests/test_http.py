@@ -169,7 +169,7 @@ CHAIN_CONFIG = ('[gateway]\nprovider = "first"\nfallback = ["second"]\n'
 
 
 def test_a_query_cannot_send_the_owners_key_to_an_unconfigured_endpoint(write_config, monkeypatch):
-    """Issue 27 M1: `?chain=laya` (no [providers.laya]) is a 422 that says which rungs a call
+    """`?chain=laya` (no [providers.laya]) is a 422 that says which rungs a call
     may name; no laya rung is built, so no key leaves for 127.0.0.1:8000."""
     from system1_gateway.providers.laya import LayaProvider
 
@@ -502,7 +502,7 @@ def test_system1_serve_end_to_end_with_sigterm(tmp_path):
 # CLI variants share.
 
 
-# -- what a connection may cost before it sent a request (issue 27 M3) ---------------------------
+# -- what a connection may cost before it sent a request ---------------------------
 def _bounded_gateway(**serve):
     from system1_gateway.config.settings import Config, GatewaySettings, ServeSettings
 
@@ -563,10 +563,10 @@ def test_a_request_that_never_finishes_arriving_is_cut_and_a_whole_one_is_not():
 
 
 def test_at_the_cap_the_connection_waiting_longest_is_closed_and_a_new_request_is_served():
-    """Past max_connections the process must not run out of descriptors (then accept() failed in
-    a loop and the log grew by MBs a second). It used to refuse every new connection, so a
-    flood of half-open ones locked the owner out (issue L-1: 23 of 24 requests failed); now
-    the connection that has waited longest without a request is closed to make room."""
+    """Past max_connections the process must not run out of descriptors (accept() would fail in
+    a loop and the log grow by MBs a second), nor refuse every new connection (a flood of
+    half-open ones would lock the owner out): the connection that has waited longest without a
+    request is closed to make room."""
     import socket
 
     with running(_bounded_gateway(max_connections=8, request_read_timeout_s=30)) as (_, port):
@@ -635,7 +635,7 @@ def test_a_repeated_accept_error_is_logged_once_a_minute():
 
 
 def test_a_refused_request_does_not_keep_the_daemon_awake(mock_gateway):
-    """Another local user's requests (401 without the token) used to count as activity, so they
+    """Another local user's requests (401 without the token) are not activity: otherwise they
     could keep the daemon, and its model, from ever idling out."""
     token = "t" * 43
     with TestClient(create_app(mock_gateway(), token=token)) as c:

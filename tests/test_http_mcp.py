@@ -290,7 +290,7 @@ def test_the_servers_own_mcp_never_delegates_to_a_daemon(monkeypatch):
 
 
 def test_mcp_sessions_are_capped(mock_gateway, monkeypatch):
-    """Issue 27 L12: sessions were unbounded (the SDK's 10 000, each kept 30 min, ≈ 42 KB):
+    """Sessions were unbounded (the SDK's 10 000, each kept 30 min, ≈ 42 KB):
     past the cap a new session is refused with 503 and the open ones keep working."""
     from system1_gateway.http import app as http_app
 

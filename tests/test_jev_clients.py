@@ -1,5 +1,5 @@
 """The two real Jev clients from PyPI — the official `typesafe-sdk` 0.7.5 (`base_url=`) and
-`jev-lite` 0.0.6 — against a real `system1 serve` process (issue 10, item 1).
+`jev-lite` 0.0.6 — against a real `system1 serve` process.
 
 They live in their own venv, `$SYSTEM1_TOOLS_DIR/jevclients` (.ci/run installs it), and run
 tests/clients/jev_clients.py, which asserts on what each client parsed.

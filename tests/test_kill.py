@@ -1,4 +1,4 @@
-"""SIGKILL the daemon in the middle of 50 concurrent requests (issue 10, reliability).
+"""SIGKILL the daemon in the middle of 50 concurrent requests.
 
 45 client threads run the CLI's own answer path (`cli._Answerer`: daemon first, in-process on
 failure within what is left of the deadline) and 5 are real `system1 decide` processes. Every

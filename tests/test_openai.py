@@ -133,7 +133,7 @@ def test_a_refusal_is_a_typed_no_answer(decisions):
     ("429", 11, "HTTP 429: Rate limit reached"),
     ("529", 30, "HTTP 529"),
     ("quota", 300, "exceeded your current quota"),
-    ("huge", 30, "response larger than max_response_bytes (8388608 bytes)"),  # issue 27 L10
+    ("huge", 30, "response larger than max_response_bytes (8388608 bytes)"),
 ])
 def test_errors_map_to_waterfall_outcomes(decisions, mode, cools, words):
     decisions.mode = mode
@@ -200,7 +200,7 @@ def test_consent_gate_interactive_headless_and_re_adding(write_config):
 
 
 def test_a_dripping_endpoint_never_holds_an_attempt_past_its_deadline(decisions):
-    """Issue 27 M4: httpx times each read on its own, so an endpoint sending a byte every 0.1 s
+    """httpx times each read on its own, so an endpoint sending a byte every 0.1 s
     kept each attempt's worker thread for as long as it dripped; with the chain's workers all
     held, every later call failed. The SDK's sockets now end at the attempt's deadline."""
     from concurrent.futures import ThreadPoolExecutor

@@ -58,7 +58,7 @@ def _decide_and_consent(state, tmp_path, umask):
 
 @pytest.mark.parametrize("umask", [0o000, 0o022])
 def test_state_is_the_owners_only_whatever_the_umask(tmp_path, umask):
-    """Issue 27 L9: the state dir was 0755 and audit.jsonl, state.db, consents.json 0644 (with
+    """The state dir was 0755 and audit.jsonl, state.db, consents.json 0644 (with
     DEBUG logging the audit holds full evidence). Every folder the gateway makes is 0700 and
     every state file 0600, with a permissive umask too; parents it had to create as well."""
     state = tmp_path / "made" / "by" / "us" / "state"

@@ -1,4 +1,4 @@
-"""A "safe" rule is sound (issue 38, part 1): no command it certifies runs a command or writes a
+"""A "safe" rule is sound: no command it certifies runs a command or writes a
 file it was not meant to. For every safe rule in shell/policy.json, its own `match` examples are
 varied — an assignment prefix that changes what runs, the same through `env`/`export`/a plain
 assignment, the command's name redefined earlier in the command (alias, function, `hash -p`),

@@ -127,7 +127,7 @@ def test_redirections_that_overwrite_are_writes():
 
 def test_a_part_reads_alike_alone_chained_and_wrapped():
     """What the engine is shown of `d` does not depend on what surrounds it. The assignments it
-    runs with are kept beside it (issue 38: a safe rule that does not certify a part because of
+    runs with are kept beside it (a safe rule that does not certify a part because of
     one shows it to the engine); a harmless one (locale, colours) is not shown."""
     alone = read("rm -rf ./build 2>/dev/null").parts[0].text
     for wrapped in ("git status && rm -rf ./build 2>/dev/null", "sudo rm -rf ./build 2>/dev/null",
@@ -190,7 +190,7 @@ def test_code_points_past_the_bmp_cannot_crash_the_reader():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     words = json.loads(proc.stdout)
-    # words are sliced from the original text (and brace-expanded as bash does: issue 38)
+    # words are sliced from the original text (and brace-expanded as bash does)
     assert words[5] == [["echo", "a", "\U00108712"]]
 
 

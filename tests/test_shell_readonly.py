@@ -1,7 +1,7 @@
 """The read-only table (shell/readonly.py, readonly.json) behind `[guard] approve = "read-only"`:
 every row's examples; a property suite that varies every approving example with each known
 writing option, redirection, substitution, assignment prefix, wrapper and chained write, and
-holds that no variant is approved; and the figures of issue 39 (everyday read-only commands
+holds that no variant is approved; and the figures (everyday read-only commands
 approved, none of about 2,400 writing, destructive, code-running or secret-reading ones)."""
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def test_what_the_variants_leave_approved_is_only_what_they_should():
 
 
 def test_everyday_read_only_commands_are_approved():
-    """Issue 39's figure: at least 90 % of everyday read-only commands; the 20 plainly read-only
+    """The figure: at least 90 % of everyday read-only commands; the 20 plainly read-only
     ones of the issue's kind, all."""
     plain = ["ls -la", "git status && git diff --stat", "rg foo src", "find . -name '*.py'", "git blame README.md",
              "cat README.md", "git log --oneline -10", "git diff", "head -n 20 src/app.py", "wc -l src/*.py", "pwd",
@@ -182,7 +182,7 @@ def test_everyday_read_only_commands_are_approved():
 
 
 def test_nothing_that_writes_runs_code_or_reads_secrets_is_approved():
-    """Issue 39's figure: zero false allows over the writing, destructive, code-running,
+    """The figure: zero false allows over the writing, destructive, code-running,
     network and secret-reading set (about 2,400 commands)."""
     unsafe = approve_sets.unsafe()
     assert len(unsafe) >= 1500

@@ -1,4 +1,4 @@
-"""A team deployment (issue 16): two `system1 serve` replicas share cooldowns and counters in a
+"""A team deployment: two `system1 serve` replicas share cooldowns and counters in a
 real redis-server, in front of one engine that answers 429 with `Retry-After: 7`.
 
 * the first replica's failure cools the rung for the second, which never calls the engine

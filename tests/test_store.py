@@ -1,4 +1,4 @@
-"""Shared state (issue 16): one contract for SQLite, Redis (a real redis-server) and memory;
+"""Shared state: one contract for SQLite, Redis (a real redis-server) and memory;
 cooldowns keyed by physical target; the one-retry lease; Redis outages; the [state] config."""
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def test_state_config_url_prefix_and_errors(tmp_path):
 
 
 def test_a_redis_outage_keeps_the_cooldowns_this_process_knew(tmp_path):
-    """Issue 27 L5: the memory fallback started empty, so each replica called a throttled
+    """The memory fallback started empty, so each replica called a throttled
     engine once more when Redis went away. It starts from the cooldowns this process saw."""
     server = RedisServer(tmp_path / "r")
     store, replica = RedisStore(server.url, prefix="keep"), RedisStore(server.url, prefix="keep")
@@ -257,7 +257,7 @@ def test_a_redis_outage_keeps_the_cooldowns_this_process_knew(tmp_path):
 
 
 def test_a_held_sqlite_lock_costs_half_a_second_and_the_store_comes_back(tmp_path, monkeypatch):
-    """Issue 27 L4: a write lock held by another process made requests wait 5 s (past their
+    """A write lock held by another process made requests wait 5 s (past their
     deadline), and once on memory the store never went back to the shared file (a daemon's
     cooldowns stopped being shared until restart)."""
     import sqlite3
@@ -305,7 +305,7 @@ def _slow_dns(monkeypatch, names: dict[str, float]):
 
 
 def test_a_slow_dns_lookup_of_the_redis_host_is_bounded_by_the_connect_timeout(monkeypatch, redis_server):
-    """Issue 27 L2: redis-py resolves the host with a blocking getaddrinfo that its
+    """redis-py resolves the host with a blocking getaddrinfo that its
     socket_connect_timeout does not cover: a 3 s lookup held the request 3 s. Now the lookup
     waits at most the connect timeout, and the store falls back to memory as for any outage;
     a name that resolves in time still reaches the real server."""

@@ -160,7 +160,7 @@ def test_teach_usage_errors(tmp_path):
 
 
 def test_remove_and_export_stay_where_they_belong(tmp_path):
-    """Issue 27 L8: `--remove ../../x` globbed `heads/../../x*.npz` and deleted files outside
+    """`--remove ../../x` globbed `heads/../../x*.npz` and deleted files outside
     heads/; an absolute path was a traceback. Only a hash prefix is accepted, and --export
     gives a clear error for a target it cannot use."""
     heads = tmp_path / "state" / "heads"
@@ -207,7 +207,7 @@ DEV_BUILTINS = ROOT / "data" / "heads" / "dev" / "dev_builtins.jsonl"
 
 
 def test_teach_never_replaces_a_better_head_and_adapts_the_existing_one(tmp_path):
-    """Issue 25: the dev labels of the built-ins once replaced the shipped heads (trained on
+    """The dev labels of the built-ins once replaced the shipped heads (trained on
     ~1,000 labels each) by heads made from 40-70 labels. Now the candidates (a new head, the
     shipped head adapted to the labels) must beat the shipped head on the same items."""
     rows = [json.loads(line) for line in DEV_BUILTINS.read_text().splitlines() if line.strip()]

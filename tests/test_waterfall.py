@@ -78,7 +78,7 @@ MATRIX = {
     "429_bad_retry_after": ("error", 30, "HTTP 429: slow down"),
     "401_bad_retry_after": ("error", 300, "HTTP 401: invalid api key"),
     # A body past max_response_bytes is cut as it arrives (on the wire and as it inflates): a
-    # clear error that cools like a server fault, never 12 MiB held in memory (issue 27 L10).
+    # clear error that cools like a server fault, never 12 MiB held in memory.
     "huge": ("error", 30, "response larger than max_response_bytes (8388608 bytes)"),
     "huge_gzip": ("error", 30, "response larger than max_response_bytes (8388608 bytes)"),
 }
@@ -199,9 +199,9 @@ def test_health_probe_and_closed_port(engine):
 
 
 def test_name_resolution_ends_by_the_deadline(write_config, engine, monkeypatch):
-    """Issue 27 L2: a host name was resolved inside socket.create_connection, unbounded (a 2 s
-    deadline took 10 s behind a slow resolver). Resolution now ends by the attempt's deadline,
-    and a name that resolves is connected to as before."""
+    """Resolving a host name ends by the attempt's deadline (inside socket.create_connection
+    it is unbounded: a 2 s deadline took 10 s behind a slow resolver), and a name that
+    resolves is connected to."""
     import socket
 
     real = socket.getaddrinfo

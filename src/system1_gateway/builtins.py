@@ -76,7 +76,7 @@ _DESTRUCTIVE_V1 = Builtin(
     },
 )
 
-# Version 2 (issue 38): asks about *loss*, what users mean by destructive. Version 1 asked about any
+# Version 2: asks about *loss*, what users mean by destructive. Version 1 asked about any
 # change ("irreversibly change") and flagged one everyday command in four (migrations, deploys,
 # rebases, installs, formatters); it stays answerable by its id (`system1/destructive@1`).
 _DESTRUCTIVE = Builtin(

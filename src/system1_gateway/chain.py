@@ -156,7 +156,7 @@ class Rungs:
             return False
         try:
             return bool(self.get(name).needs_full(request))
-        except Exception:  # noqa: BLE001 - a rung that cannot say is loaded fully, as before
+        except Exception:  # noqa: BLE001 - a rung that cannot say is loaded fully
             return True
 
     def not_ready(self, name: str) -> str | None:

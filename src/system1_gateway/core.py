@@ -324,7 +324,7 @@ def freeze_heap() -> int:
     """For a long-running server once its first rung is warm: collect, then move every object
     start-up built (modules, the engine's tokenizer and graph objects: ≈ 100 000) out of the
     collector's generations. A full collection over them took 76–113 ms on 2 cores, paid by
-    whichever request happened to trigger it (the fuzz campaign's deadline overshoots, issue 27);
+    whichever request happened to trigger it (the fuzz campaign's deadline overshoots);
     after the freeze it scans only what was made since. Objects made later are still collected.
     Returns how many objects are frozen."""
     gc.collect()

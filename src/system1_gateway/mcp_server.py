@@ -68,7 +68,7 @@ def _schemas() -> dict[str, dict[str, Any]]:
 class Delegation:
     """decide/judge/health/status go to the per-user daemon when one with this process's
     settings answers (daemon/client.py; autostarted when `[serve] autostart` allows), else to the
-    in-process gateway, as before. decide/judge results then start with a `daemon` attempt
+    in-process gateway. decide/judge results then start with a `daemon` attempt
     saying which path answered; health and status keep their exact schemas."""
 
     def __init__(self, gateway: Gateway, delegate: bool = True):

@@ -60,8 +60,8 @@ STOP_TIMEOUT_S = 10.0  # graceful stop (in-flight requests finish) before SIGKIL
 RUN_LOCK_WAIT_S = 10.0  # `daemon run` started by hand or at login while another daemon holds the lock
 LOG_MAX_BYTES = 1 << 20  # daemon.log is rotated to daemon.log.1 past this size (at start, and while it runs)
 LOG_CHECK_S = 5.0  # how often a running daemon looks at its log's size
-# Autostart waits this long after the 1st, 2nd, … failed start in a row before spawning again: a
-# daemon that cannot start (a bad config, a taken port) used to be spawned, and waited for, on
+# Autostart waits this long after the 1st, 2nd, … failed start in a row before spawning again, so
+# a daemon that cannot start (a bad config, a taken port) is not spawned, and waited for, on
 # every call. `system1 daemon start` always tries.
 START_BACKOFF_S = (30.0, 60.0, 120.0, 300.0, 600.0)
 # The starter hands its locked lock file to the child through daemon_files.LOCK_FD_ENV (POSIX);
@@ -180,7 +180,8 @@ def _probe(timeout_s: float = 1.0) -> tuple[dict[str, Any] | None, dict[str, Any
         return record, None
     health = healthz(record["url"], timeout_s, record.get("token"))
     # With the token our daemon says its pid; a listener that does not (another user's daemon
-    # refusing the token, or a squatter) is not ours. A daemon from before tokens: as before.
+    # refusing the token, or a squatter) is not ours. A daemon older than tokens (a port file
+    # without one) need not say its pid.
     expected = None if "token" in record else record["pid"]
     if health is not None and health.get("pid", expected) != record["pid"]:
         return record, None  # another process (another user's daemon?) now has that port

@@ -7,9 +7,9 @@ runs the command guard on the same input.
 
 Why TCP on loopback, and what authenticates an answer. The answer must come from this server
 and from nothing else: a hook's "allow" skips Claude Code's permission prompt, and silence on a
-destructive command lets it run. Named pipes in the plugin data folder (the channel before)
-could be written by any process of the user, even one in Claude Code's sandbox, where the
-folder is mounted read-only but a FIFO stays writable (security review 2026-12-06, H-1).
+destructive command lets it run. Named pipes in the plugin data folder would not do: any
+process of the user could write them, even one in Claude Code's sandbox, where the folder is
+mounted read-only but a FIFO stays writable.
 Here each call is its own TCP connection that guard.sh makes (bash's `/dev/tcp`), and the
 answer comes back on that connection:
   * a sandboxed command cannot reach it: on Linux the sandbox has its own network namespace

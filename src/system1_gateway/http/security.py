@@ -110,7 +110,7 @@ def authenticates(keys: tuple[bytes, ...], authorization: str) -> bool:
         return True
     # Only the whitespace HTTP allows around a value (SP, HTAB; h11 strips it, other servers
     # may not): str.strip() also dropped control characters (\x0b, \x1c-\x1f), so
-    # "Bearer <token>\x0b" passed (fuzz, issue 27).
+    # "Bearer <token>\x0b" passed (fuzz).
     # Between scheme and token only spaces (RFC 9110 §11.4: `auth-scheme 1*SP token68`).
     scheme, _, given = authorization.strip(" \t").partition(" ")
     presented = given.lstrip(" ").encode("utf-8", "replace")

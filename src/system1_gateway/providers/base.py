@@ -51,7 +51,7 @@ class Health:
 
 
 # The most an HTTP rung reads of one response (setting `max_response_bytes`): a decision is a
-# few kilobytes; a 200 MB body used to be read whole into memory (and parsed under the GIL).
+# few kilobytes, and a 200 MB body read whole would sit in memory (and be parsed under the GIL).
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 

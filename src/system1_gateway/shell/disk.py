@@ -1,4 +1,4 @@
-"""What is on disk: the working tree, asked where a rule's verdict depends on it (issue 38, part 4).
+"""What is on disk: the working tree, asked where a rule's verdict depends on it.
 
 `answer(command, cwd)` reads the command as the core does (`structure.plan`), and for the parts
 whose loss depends on the working tree looks at the paths they name, in `cwd`:

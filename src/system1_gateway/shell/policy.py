@@ -1,7 +1,7 @@
 """The reviewed rules of `policy.json`: the `destructive` policy for well-known tools.
 
 A rule holds for both versions of the built-in unless its `versions` names one: version 2
-asks about loss (issue 38), so the rules that flagged mere change (a rebase, a formatter, a
+asks about loss, so the rules that flagged mere change (a rebase, a formatter, a
 deploy, `docker stop`) hold for version 1 only (`<id>@1`), and their loss-only successors for
 version 2. `decide(part, version)` reads a part under one version (default: the current).
 
@@ -284,7 +284,7 @@ def decide(part: Part, version: int = CURRENT) -> Verdict:
         reason = doubt(rule.id, part, policy().decided_flags.get(base, frozenset()))
         if not reason:
             return Verdict(False, rule.id, rule.why)
-        # a "safe" rule certifies only shapes known to be harmless (issue 38): the next rule,
+        # a "safe" rule certifies only shapes known to be harmless: the next rule,
         # or the engine, decides
         doubted = doubted or (rule, reason)
     if part.writes:

@@ -1,4 +1,4 @@
-"""Which argument shapes of a command a "safe" rule may certify (issue 38, part 1).
+"""Which argument shapes of a command a "safe" rule may certify.
 
 A rule that says "safe" answers p = 0 with no engine: it must be right about every command it
 matches, not only about the command's name. `doubt(rule_id, part)` says why a part a safe rule

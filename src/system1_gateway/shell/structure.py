@@ -114,7 +114,7 @@ def plan(command: str, version: int = CURRENT) -> Plan:
                                 verdict=Verdict(False, "assignment", "sets shell variables and runs nothing")))
         return out
     if reading.broken or not reading.parts:
-        # what the grammar could not read is judged as written, as before this step
+        # what the grammar could not read is judged as written, whole
         for text in reading.unread or [command.strip()]:
             if text:
                 out.parts.append(Judged(index=len(out.parts) + 1, part=None, text=text[:20_000]))
@@ -142,7 +142,7 @@ SQL_KEYS = frozenset({"sql", "query", "statement"})
 def plan_tool_call(document: Any, text: str, version: int = CURRENT) -> Plan:
     """A tool call given as JSON (`{"tool": "bash", "command": "rm -rf dist"}`): its command
     strings are read as shell commands and its SQL by the SQL rules, and the whole call is
-    judged by the engine as before, so it is never read as less destructive than that."""
+    judged by the engine too, so it is never read as less destructive than that."""
     commands: list[str] = []
     sqls: list[str] = []
     _collect(document, commands, sqls, 0)

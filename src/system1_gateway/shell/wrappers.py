@@ -274,7 +274,7 @@ def exec_segments(name: str, words: list[str | None]) -> list[tuple[int, int]]:
     return segments
 
 
-# -- remote and deferred execution, package runners (issue 38, part 3) --------------------------
+# -- remote and deferred execution, package runners --------------------------
 # Written from each tool's manual or --help: tmux(1) 3.3, GNU screen 4.9, at(1), GNU parallel,
 # GNU make, ansible 2.16, flyctl, az vm run-command, aws ssm send-command, heroku run,
 # gcloud compute ssh, vagrant ssh, npm exec, pnpm dlx/exec, yarn dlx/exec, bunx, uvx, pipx run.

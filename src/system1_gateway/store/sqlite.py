@@ -6,8 +6,8 @@ with a short lease inside one IMMEDIATE transaction; everyone else keeps seeing 
 as cooling until that request succeeds (rows deleted) or fails (re-cooled). No background
 probing. Loss or corruption of the file, or a write lock held longer than BUSY_TIMEOUT_S, never
 fails a request: the store falls back to memory and warns once, and tries the file again every
-REATTACH_S seconds (a long-lived daemon used to stay on memory until restart, its cooldowns no
-longer shared); back on the file, it writes the cooldowns it kept meanwhile.
+REATTACH_S seconds (so a long-lived daemon does not stay on memory until restart, its cooldowns
+no longer shared); back on the file, it writes the cooldowns it kept meanwhile.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .base import COUNTERS, NOTICE_KEEP_S, PROBE_LEASE_S, Cooling, CounterBuffer
 from .memory import MemoryStore
 
 log = logging.getLogger(LOGGER)
-# A lock wait is bounded well under any deadline (it used to be 5 s, past a request's deadline).
+# A lock wait is bounded well under any deadline (sqlite's usual 5 s is past a request's deadline).
 BUSY_TIMEOUT_S = 0.5
 REATTACH_S = 30.0
 T = TypeVar("T")

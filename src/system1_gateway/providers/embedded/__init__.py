@@ -31,7 +31,7 @@ prefix and reference are prepared in the background (prepare.py) while the engin
 and meanwhile the question is answered by the fast tier alone when its options are described,
 the llm uncorrected when only the reference is missing, or abstained (uniform) when neither
 can answer in time; the rationale says which. A prefix short enough for the request's budget
-(at the engine's measured decode rate) is decoded inline, as before.
+(at the engine's measured decode rate) is decoded inline, within the request.
 
 Learned heads (heads.py) come first: a question whose wording is a built-in's, or one the
 user taught (`system1 teach`), is answered from the fast tier's embedding, character n-grams

@@ -13,7 +13,7 @@ from features of the evidence that cost almost nothing next to the accurate tier
 
   * optionally (the routing heads since 0.4.0), the words block: hashed word 1-2-grams, the
     opening words and a few structure features (word_features); a head file without `W_words`
-    has no such block and is computed exactly as before.
+    has no such block and is computed without it.
 
 Logits are `W @ [embedding, chars, similarities] + b` (`+ words_weight * W_words @ words` for a head
 with the words block), divided by the head's temperature (fitted by
@@ -83,7 +83,7 @@ def char_features(text: str) -> tuple[np.ndarray, np.ndarray]:
     return idx, (val / np.linalg.norm(val)).astype(np.float32)
 
 
-# The optional words block (heads of 0.4.0 on; a head without it is computed as before): hashed
+# The optional words block (the routing heads since 0.4.0; older head files lack it): hashed
 # word unigrams and bigrams of the whole text, the words that open it (its first line, up to
 # OPENING_WORDS: where a prompt's verb and request sit), and a few structure features (length,
 # code fences and diffs, a question, an interrogative or imperative start, headings, unfilled
