@@ -12,6 +12,7 @@ says why (at length once per session). SessionStart tells the user once per sess
 from __future__ import annotations
 
 import os
+from collections import namedtuple  # loaded with pathlib already; `typing` is not
 
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
@@ -172,15 +173,20 @@ def broken_guard() -> str | None:
     return policy if policy in ON_FAILURE else "ask"
 
 
-def load() -> tuple[dict[str, dict[str, Any]], str | None]:
-    """(settings, problem): the defaults and a message when the file is unreadable or invalid."""
+# The hooks' tables as the file sets them, and a message when the file is unreadable or invalid
+# (the tables are then the defaults).
+Loaded = namedtuple("Loaded", "tables problem")
+
+
+def load() -> Loaded:
+    """The tables, or the defaults and the problem when the file is unreadable or invalid."""
     from . import file as config_file
 
     try:
         data = config_file.load() or {}
     except config_file.Unreadable as exc:
-        return parse({}), str(exc)
+        return Loaded(parse({}), str(exc))
     try:
-        return parse(data), None
+        return Loaded(parse(data), None)
     except Problem as exc:
-        return parse({}), f"{config_path()}: {exc}"
+        return Loaded(parse({}), f"{config_path()}: {exc}")

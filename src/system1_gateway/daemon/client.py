@@ -20,6 +20,7 @@ import json
 import os
 import socket
 import time
+from collections import namedtuple  # loaded by json and socket already; `typing` is not
 
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
@@ -39,6 +40,11 @@ ROUTE = "daemon"  # the `provider` of the attempt that says which path answered
 # tests/test_client.py checks that peek() agrees with load_config().
 DEFAULT_DEADLINE_S = 8.0
 DEFAULT_LOAD_BUDGET_S = 60.0
+
+
+# What the port file names: the daemon if it is alive (else None), and whether its settings are
+# this process's (a daemon of other settings must not answer this process's requests).
+Located = namedtuple("Located", "daemon same_settings")
 
 
 class DaemonUnavailable(Exception):
@@ -270,13 +276,13 @@ def _live_record() -> dict[str, Any] | None:
     return record
 
 
-def locate(settings: ConfigPeek | None = None) -> tuple[Daemon | None, bool]:
+def locate(settings: ConfigPeek | None = None) -> Located:
     """(the daemon named by the port file if it is alive, whether its settings are this
     process's). A missing, torn or stale port file is (None, False)."""
     record = _live_record()
     if record is None:
-        return None, False
-    return _from_record(record, settings), record["fingerprint"] == daemon_files.fingerprint()
+        return Located(None, False)
+    return Located(_from_record(record, settings), record["fingerprint"] == daemon_files.fingerprint())
 
 
 def find() -> Daemon | None:
@@ -285,7 +291,7 @@ def find() -> Daemon | None:
     return daemon if same else None
 
 
-def wait_ready(budget_s: float, settings: ConfigPeek | None = None, alive: Any = None) -> tuple[Daemon | None, bool]:
+def wait_ready(budget_s: float, settings: ConfigPeek | None = None, alive: Any = None) -> Located:
     """Wait until the port file names a live daemon whose /healthz says ok, up to budget_s;
     give up early when `alive()` says no process is starting or serving any more."""
     end = time.monotonic() + budget_s
@@ -294,10 +300,10 @@ def wait_ready(budget_s: float, settings: ConfigPeek | None = None, alive: Any =
         if daemon is not None:
             try:
                 if daemon.get("/healthz", min(1.0, max(end - time.monotonic(), 0.01))).get("status") == "ok":
-                    return daemon, same
+                    return Located(daemon, same)
             except DaemonUnavailable:
                 pass
         elif alive is not None and not alive():
-            return None, False
+            return Located(None, False)
         time.sleep(READY_POLL_S)
-    return None, False
+    return Located(None, False)

@@ -19,12 +19,17 @@ on the in-process path.
 from __future__ import annotations
 
 import time
+from collections import namedtuple
 
 TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any
 
 from . import client
+
+# What an autostart gave: the daemon (None if there is none to ask), whether its settings are this
+# process's, and why there is none when the caller should be told (recent starts failed).
+Started = namedtuple("Started", "daemon same_settings why_not")
 
 
 def gateway(config: Any = None, **options: Any) -> Any:
@@ -161,7 +166,7 @@ def _within(gateway: Any, kind: str, payload: Any, provider: str | None, remaini
     return run(payload, provider=provider, deadline_s=remaining_s)
 
 
-def start_daemon(settings: client.ConfigPeek) -> tuple[client.Daemon | None, bool, str | None]:
+def start_daemon(settings: client.ConfigPeek) -> Started:
     """Start the daemon detached: (daemon, same settings, why there is none). With a model to
     load (an `embedded` first rung) wait for it: loading a second copy in-process takes as
     long, on the same cores, and doubles the memory (measured in docs/warm-engine.md); with
@@ -172,18 +177,18 @@ def start_daemon(settings: client.ConfigPeek) -> tuple[client.Daemon | None, boo
 
         started = lifecycle.ensure_running()
         if started is None:  # autostart off, other settings, or it failed
-            return None, False, None
+            return Started(None, False, None)
         if started.get("status") == "backoff":
-            return None, False, str(started.get("detail"))
+            return Started(None, False, str(started.get("detail")))
         if settings.first_kind != "embedded":
-            return None, False, None
+            return Started(None, False, None)
         begun = time.time()
         daemon, same = client.wait_ready(settings.load_budget_s, settings, alive=lifecycle.lock_held)
         failed = lifecycle.last_failure() if daemon is None else None
         if failed is not None and failed["time"] >= begun - 1:  # the one just spawned never served
-            return None, False, f"did not start ({failed['reason']})"
-        return daemon, same, None
+            return Started(None, False, f"did not start ({failed['reason']})")
+        return Started(daemon, same, None)
     except Exception:  # noqa: BLE001 - autostart is a convenience: never what fails a request
-        return None, False, None
+        return Started(None, False, None)
 
 

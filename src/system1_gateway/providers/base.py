@@ -16,7 +16,7 @@ failures are raised as errors.ProviderFailure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -48,6 +48,20 @@ class Health:
     ok: bool
     detail: str
     model: str | None = None
+
+
+class Credentials(NamedTuple):
+    """Whether a rung needs a credential, whether its variable is set (never its value), and the
+    variable's name."""
+    needed: bool
+    present: bool
+    variable: str | None
+
+
+class Target(NamedTuple):
+    """Where a rung's requests go, for cooldowns: the endpoint (with its credential) and the model."""
+    endpoint: str
+    model: str | None
 
 
 # The most an HTTP rung reads of one response (setting `max_response_bytes`): a decision is a
@@ -90,19 +104,19 @@ class BaseProvider:
     def health(self, timeout_s: float) -> Health:
         raise NotImplementedError
 
-    def credentials(self) -> tuple[bool, bool, str | None]:
-        return False, True, None
+    def credentials(self) -> Credentials:
+        return Credentials(False, True, None)
 
     def secrets(self) -> tuple[str, ...]:
         """The credential values this rung sends, so the core can remove them from any
         failure text before it is stored or shown (never logged or returned)."""
         return ()
 
-    def target(self) -> tuple[str, str | None]:
+    def target(self) -> Target:
         """(endpoint, model) this rung sends to, for cooldowns: rungs naming the same endpoint
         and credential share one cooldown, per-model failures cool only the model.
         An engine inside this process is its own target."""
-        return f"rung:{self.name}", None
+        return Target(f"rung:{self.name}", None)
 
     def warm(self) -> None:
         return None

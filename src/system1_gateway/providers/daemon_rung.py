@@ -24,7 +24,7 @@ from ..daemon import client
 from ..daemon import files as daemon_files
 from ..errors import ConfigError, MalformedAnswer, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
-from .base import BaseProvider, Health, Reply
+from .base import BaseProvider, Credentials, Health, Reply
 
 
 def daemon_environ(pid: int) -> dict[str, str] | None:
@@ -137,7 +137,7 @@ class DaemonRung(BaseProvider):
     def _alive(self) -> bool:
         return self.daemon is not None and daemon_files.pid_alive(self.daemon.pid)
 
-    def credentials(self) -> tuple[bool, bool, str | None]:
+    def credentials(self) -> Credentials:
         return self.local.credentials()
 
     def secrets(self) -> tuple[str, ...]:

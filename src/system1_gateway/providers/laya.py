@@ -28,7 +28,7 @@ from pydantic import Field
 from ..errors import MalformedAnswer, ProviderFailure
 from ..model import JudgeRequest
 from ..render import render
-from .base import Health, Limits, Reply, parse_settings
+from .base import Credentials, Health, Limits, Reply, parse_settings
 from .deadline_http import within
 from .systemone import SystemOneProvider, SystemOneSettings
 
@@ -80,8 +80,8 @@ class LayaProvider(SystemOneProvider):
                 raise ProviderFailure(f"{self.name}: neither /healthz nor /health answered 200", kind="transport")
         return self._flavour
 
-    def credentials(self) -> tuple[bool, bool, str | None]:
-        return False, True, KEY_ENV  # a key is optional: local Laya servers usually have none
+    def credentials(self) -> Credentials:
+        return Credentials(False, True, KEY_ENV)  # a key is optional: local Laya servers usually have none
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json"}

@@ -25,7 +25,18 @@ from pydantic import Field
 from ..errors import MalformedAnswer, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
 from ..render import render
-from .base import MAX_RESPONSE_BYTES, BaseProvider, Health, Limits, Reply, RungSettings, endpoint_id, parse_settings
+from .base import (
+    MAX_RESPONSE_BYTES,
+    BaseProvider,
+    Credentials,
+    Health,
+    Limits,
+    Reply,
+    RungSettings,
+    Target,
+    endpoint_id,
+    parse_settings,
+)
 from .deadline_http import clamp, cut_for_size, within
 from .failures import classify
 
@@ -52,15 +63,15 @@ class OpenAIProvider(BaseProvider):
         self.limits = Limits(max_options=self.settings.max_options, max_questions=100_000)
         self._http: Any = None  # one deadline-bounded httpx client, made on first use (the SDK is heavy)
 
-    def credentials(self) -> tuple[bool, bool, str | None]:
-        return True, bool(os.environ.get(KEY_ENV)), KEY_ENV
+    def credentials(self) -> Credentials:
+        return Credentials(True, bool(os.environ.get(KEY_ENV)), KEY_ENV)
 
     def secrets(self) -> tuple[str, ...]:
         key = os.environ.get(KEY_ENV)
         return (key,) if key else ()
 
-    def target(self) -> tuple[str, str | None]:
-        return endpoint_id(self.settings.endpoint, KEY_ENV), self.settings.model
+    def target(self) -> Target:
+        return Target(endpoint_id(self.settings.endpoint, KEY_ENV), self.settings.model)
 
     def _client(self, timeout_s: float) -> Any:
         from openai import DefaultHttpxClient, OpenAI  # heavy: imported only when this rung runs

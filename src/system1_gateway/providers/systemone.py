@@ -32,7 +32,18 @@ from ..addresses import is_loopback
 from ..config.settings import CREDENTIAL_KEYS as SECRET_KEYS
 from ..errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
 from ..model import JudgeRequest
-from .base import MAX_RESPONSE_BYTES, BaseProvider, Health, Limits, Reply, RungSettings, endpoint_id, parse_settings
+from .base import (
+    MAX_RESPONSE_BYTES,
+    BaseProvider,
+    Credentials,
+    Health,
+    Limits,
+    Reply,
+    RungSettings,
+    Target,
+    endpoint_id,
+    parse_settings,
+)
 from .deadline_http import clamp, cut_for_size, is_clamped, within
 from .failures import classify, error_message
 
@@ -102,10 +113,10 @@ class SystemOneProvider(BaseProvider):
         """Request body as sent, plus headers it needs (dialects may compress)."""
         return body, {}
 
-    def credentials(self) -> tuple[bool, bool, str | None]:
+    def credentials(self) -> Credentials:
         """(needed, present, variable name): checked locally, the value is never read out."""
         env = self.settings.api_key_env
-        return bool(env), bool(env and os.environ.get(env)), env
+        return Credentials(bool(env), bool(env and os.environ.get(env)), env)
 
     def secrets(self) -> tuple[str, ...]:
         key = self._key()
@@ -125,8 +136,8 @@ class SystemOneProvider(BaseProvider):
             headers["authorization"] = f"Bearer {key}"
         return headers
 
-    def target(self) -> tuple[str, str | None]:
-        return endpoint_id(self.root, self.settings.api_key_env), self.settings.model
+    def target(self) -> Target:
+        return Target(endpoint_id(self.root, self.settings.api_key_env), self.settings.model)
 
     def close(self) -> None:
         self._client.close()
