@@ -113,7 +113,7 @@ def _policy_fit(train: list[dict], pool: list[dict]) -> tuple[float, str]:
     """The layer's rule on a training fold: a per-question temperature when the question has
     ≥ 50 labels from this model, else the option-count fallback fitted on every question
     with that many options from this model (other tasks + this fold), else none (T = 1)."""
-    from system1_gateway.calibration import MIN_LABELS
+    from system1_gateway.core.calibration import MIN_LABELS
     from system1_gateway.learn import calibration_fit as cf
 
     for rows, scope in ((train, "question"), (pool, "options")):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench_stats import pct
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev.jsonl"

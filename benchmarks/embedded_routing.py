@@ -57,7 +57,7 @@ def tier_of(answer: dict) -> str:
 def run_phase(phase: str, limit: int) -> dict:
     """In the child: the measurements of one phase, as JSON-able figures."""
     from system1_gateway.config.settings import Config, GatewaySettings
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
     from system1_gateway.providers.embedded import EmbeddedProvider
 
     questions, prompts = load_prompts(DEV)

@@ -62,7 +62,7 @@ def load(path: Path) -> list[tuple[str, bool]]:
 class Judge:
     def __init__(self):
         from system1_gateway.config.settings import Config, GatewaySettings
-        from system1_gateway.core import Gateway
+        from system1_gateway.core.gateway import Gateway
         from system1_gateway.model import parse_judge
         from system1_gateway.providers.embedded import EmbeddedProvider
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench_stats import pct
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider, assets
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,7 +34,7 @@ import train_builtin_heads as training
 from bench_stats import pct
 from system1_gateway import builtins
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.learn import fit, metrics, teach
 from system1_gateway.model import parse_judge
 from system1_gateway.providers.embedded import EmbeddedProvider, usable_cpus

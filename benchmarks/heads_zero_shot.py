@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.learn import metrics
 from system1_gateway.providers.embedded import LLM_MODEL, EmbeddedProvider
 from system1_gateway.providers.embedded.assets import GGUF_SHA256

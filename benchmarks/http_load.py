@@ -88,7 +88,7 @@ def wait_ready(port: int) -> None:
 
 def single(port: int, calls: int) -> tuple[list[float], list[float]]:
     """Sequential round trips over HTTP, and the same calls in-process."""
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     conn, http_ms = Connection(port), []
     for _ in range(20):

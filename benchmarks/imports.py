@@ -19,7 +19,7 @@ from bench_stats import pct
 
 MODULES = [
     "pydantic",
-    "system1_gateway.core",  # what `system1 decide` needs before any engine
+    "system1_gateway.core.gateway",  # what `system1 decide` needs before any engine
     "system1_gateway.cli",
     "httpx",
     "mcp.server.lowlevel",  # the MCP SDK's server, alone

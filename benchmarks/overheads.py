@@ -27,10 +27,10 @@ from typing import Any, Callable
 os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
 from bench_stats import pct
-from system1_gateway import audit
-from system1_gateway.answer_check import finalize
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core import audit
+from system1_gateway.core.answer_check import finalize
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.model import parse_judge
 from system1_gateway.providers import build
 from system1_gateway.store import SQLiteStore

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import train_builtin_heads as tbh
 from bench_stats import pct
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
 from system1_gateway.providers.embedded.heads import SHIPPED_DIR, HeadStore
 

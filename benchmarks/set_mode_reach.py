@@ -72,7 +72,7 @@ def load(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 def features_of(briefs: list[dict[str, Any]]) -> tuple[list[dict[str, tuple[bool, float]] | None], list[float]]:
     """The four routing features of each brief, as the daemon answers them, and the ms each took."""
     from system1_gateway.config.settings import Config, GatewaySettings
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
     from system1_gateway.hooks.common import yes_no
     from system1_gateway.providers.embedded import EmbeddedProvider
     from system1_gateway.routing import FEATURES

@@ -26,7 +26,7 @@ os.environ["SYSTEM1_STATE_DIR"] = tempfile.mkdtemp()
 
 from bench_stats import pct
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.store import MemoryStore, SQLiteStore, StateStore
 from system1_gateway.store.redis_store import RedisStore
 

@@ -202,7 +202,7 @@ def write_config(monkeypatch, tmp_path):
 @pytest.fixture
 def mock_gateway(monkeypatch):
     """A gateway whose chain is the mock provider with the given settings."""
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     def make(**settings):
         monkeypatch.setenv("SYSTEM1_PROVIDER", "mock")

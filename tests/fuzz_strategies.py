@@ -39,7 +39,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from system1_gateway import providers
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.errors import GatewayError
 from system1_gateway.model import JudgeRequest
 from system1_gateway.results import (
@@ -948,7 +948,7 @@ def _build(name: str, kind: str, settings: dict[str, Any]) -> Any:
 def _consent(name: str) -> None:
     """A billed kind (openai) runs only with a recorded billing consent: record one."""
     try:
-        from system1_gateway import consent
+        from system1_gateway.core import consent
     except ImportError:  # pragma: no cover - a gateway without the consent gate
         return
     if name not in consent.recorded():
@@ -1315,7 +1315,7 @@ def chain_oracle(value: str) -> str | None:
 def recorded_engines() -> Iterator[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
     """(rungs built: (name, kind); requests sent: (url, headers)). Every request stops at the
     transport (a connect error), so no engine is reached and nothing leaves the machine."""
-    from system1_gateway import chain
+    from system1_gateway.core import chain
 
     built: list[tuple[str, str]] = []
     sent: list[tuple[str, str]] = []

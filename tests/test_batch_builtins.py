@@ -17,7 +17,7 @@ from system1_gateway import cli
 from system1_gateway.bulk import chunks
 from system1_gateway.bulk.worker import Worker
 from system1_gateway.config.settings import Config, GatewaySettings, load_config
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.providers.embedded.fast import FastEngine
 
 ROUTING = ("read_only", "design", "review", "specified")

@@ -39,7 +39,7 @@ def test_a_deeply_nested_calibration_file_is_reported_and_requests_still_answer(
 
 
 def test_deep_consents_and_port_files_read_as_absent(tmp_path):
-    from system1_gateway import consent
+    from system1_gateway.core import consent
     from system1_gateway.daemon import files as daemon_files
 
     state = tmp_path / "state"

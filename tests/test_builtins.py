@@ -7,7 +7,7 @@ import pytest
 
 from conftest import run_cli
 from system1_gateway import builtins
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.model import parse_decide, parse_judge
 from system1_gateway.results import CapabilitiesResult
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from conftest import run_cli
 from system1_gateway import builtins
-from system1_gateway.calibration import Calibration, FitRecord, scale
-from system1_gateway.core import Gateway
+from system1_gateway.core.calibration import Calibration, FitRecord, scale
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.learn import calibration_fit as cf
 from system1_gateway.learn.pending import LabelStore, from_routing_log
 
@@ -80,7 +80,7 @@ def test_lookup_order_user_over_shipped_question_over_options_other_models_ignor
 
 
 def test_a_broken_user_file_is_reported_and_ignored_and_a_fixed_one_is_picked_up(tmp_path, monkeypatch):
-    import system1_gateway.calibration as calibration
+    import system1_gateway.core.calibration as calibration
 
     monkeypatch.setattr(calibration, "RECHECK_S", 0.0)
     user = tmp_path / "user.json"
@@ -108,7 +108,7 @@ def test_fit_records_are_checked_field_by_field(bad, where):
 
 
 def test_the_core_applies_the_fit_before_the_threshold_and_says_which(mock_gateway, tmp_path, monkeypatch):
-    import system1_gateway.calibration as calibration
+    import system1_gateway.core.calibration as calibration
 
     monkeypatch.setattr(calibration, "RECHECK_S", 0.0)
     fits_file(user_file(tmp_path), fit(question=Q_HASH, temperature=2.0, threshold=0.8))

@@ -7,9 +7,10 @@ import pytest
 
 from conftest import judge_payload
 from fault_engine import FaultEngine
-from system1_gateway import chain, consent, notices
+from system1_gateway import notices
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core import chain, consent
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.providers.base import BaseProvider, Health
 from system1_gateway.providers.mock import MockProvider
 from system1_gateway.results import judge_result_adapter

@@ -168,7 +168,7 @@ def test_refused_is_immediate_and_a_gateway_result_on_4xx_is_returned(sleeper):
 def test_a_hung_daemon_costs_the_deadline_not_more(write_config, sleeper):
     """ask() gives up at the request's deadline plus the margin; the in-process answer that
     follows has nothing left and is a clean deadline_exceeded, not a second full deadline."""
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     write_config('[gateway]\nprovider = "mock"\n')
     server = FaultServer("hang")
@@ -252,7 +252,7 @@ def test_the_stdio_mcp_server_delegates_to_the_daemon(write_config, start_daemon
 
 def test_an_embedded_rung_is_delegated_only_when_the_daemon_runs_its_settings(write_config, start_daemon, monkeypatch):
     from system1_gateway import providers
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
     from system1_gateway.providers.daemon_rung import DaemonRung
     from system1_gateway.providers.embedded import EmbeddedProvider
 
@@ -275,7 +275,7 @@ def test_an_embedded_rung_is_delegated_only_when_the_daemon_runs_its_settings(wr
 def test_a_delegated_rung_answers_through_the_daemon_and_this_chain_thresholds(write_config, start_daemon):
     """DaemonRung against the real daemon, whose rung `first` is a mock: the daemon's answer
     comes back as raw answers that the local chain checks and thresholds itself."""
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
     from system1_gateway.providers.daemon_rung import DaemonRung
     from system1_gateway.providers.mock import MockProvider
 

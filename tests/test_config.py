@@ -4,7 +4,7 @@ import pytest
 
 from conftest import judge_payload
 from system1_gateway.config.settings import load_config
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.errors import ConfigError
 
 

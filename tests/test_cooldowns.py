@@ -9,7 +9,7 @@ import pytest
 
 from conftest import judge_payload
 from system1_gateway import store as cd
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.store import SQLiteStore, cooldown_for
 
 
@@ -105,7 +105,7 @@ def test_toggle_pauses_from_the_next_request(mock_gateway):
 
 WORKER = """
 import sys
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 g = Gateway.from_environment()
 errors = 0
 for i in range(50):

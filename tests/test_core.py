@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import judge_payload
-from system1_gateway.audit import audit_path
+from system1_gateway.core.audit import audit_path
 from system1_gateway.providers.mock import MALFORMED_KINDS
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
@@ -117,7 +117,7 @@ def test_fallback_rung_answers_after_a_failure(write_config):
         '[gateway]\nprovider = "broken"\nfallback = ["mock"]\n'
         '[providers.broken]\nkind = "mock"\nmode = "fail"\nfailure = "transport"\n'
     )
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     result = Gateway.from_environment().judge(judge_payload())
     assert result["status"] == "answered" and result["provider"] == "mock"
@@ -167,7 +167,7 @@ def test_a_rung_that_cannot_hold_the_question_is_skipped(write_config):
     write_config(
         '[gateway]\nprovider = "small"\nfallback = ["mock"]\n[providers.small]\nkind = "mock"\n'
     )
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     gateway = Gateway.from_environment()
     small = gateway.rung("small")
@@ -180,7 +180,7 @@ def test_a_rung_that_cannot_hold_the_question_is_skipped(write_config):
 
 def test_health_degraded_when_the_first_rung_is_down(write_config):
     write_config('[gateway]\nprovider = "down"\nfallback = ["mock"]\n[providers.down]\nkind = "mock"\nmode = "fail"\n')
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     health = Gateway.from_environment().health()
     assert health["status"] == "degraded" and health["reason"].startswith("down: ")
@@ -208,7 +208,7 @@ CHAIN_CONFIG = ('[gateway]\nprovider = "first"\nfallback = ["second"]\n'
 
 def test_a_chain_override_sets_the_order_of_one_call(write_config):
     write_config(CHAIN_CONFIG)
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     with Gateway.from_environment() as gateway:
         result = gateway.judge(judge_payload(), provider="first,third")
@@ -232,7 +232,7 @@ def test_a_chain_override_sets_the_order_of_one_call(write_config):
 ])
 def test_a_bad_chain_override_is_an_invalid_request_before_any_rung(write_config, override, says):
     write_config(CHAIN_CONFIG)
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     with Gateway.from_environment() as gateway:
         judged = gateway.judge(judge_payload(), provider=override)
@@ -244,7 +244,7 @@ def test_a_bad_chain_override_is_an_invalid_request_before_any_rung(write_config
 
 def test_an_injected_rung_may_be_named_in_an_override():
     from system1_gateway.config.settings import Config, GatewaySettings
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
     from system1_gateway.providers.mock import MockProvider
 
     with Gateway(Config(gateway=GatewaySettings(provider="mock")),
@@ -256,8 +256,8 @@ def test_an_injected_rung_may_be_named_in_an_override():
 def test_a_billed_rung_in_an_override_still_needs_consent(write_config, monkeypatch):
     """Consent is checked where the chain runs: naming `openai` in a per-request chain skips it
     (never called) until a person confirmed the billing precautions, as in the configured chain."""
-    from system1_gateway import consent
-    from system1_gateway.core import Gateway
+    from system1_gateway.core import consent
+    from system1_gateway.core.gateway import Gateway
 
     called = []
     monkeypatch.setattr("system1_gateway.providers.openai.OpenAIProvider.judge",
@@ -284,7 +284,7 @@ def test_a_call_cannot_build_an_engine_the_owner_never_configured(write_config, 
     and the evidence to whatever listens on 127.0.0.1:8000: a kind whose defaults point at a
     local port (or at nothing) is refused unless the owner configured it; nothing is built."""
     from system1_gateway import providers
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     built = []
     cls = providers.provider_class(kind)
@@ -299,7 +299,7 @@ def test_a_call_cannot_build_an_engine_the_owner_never_configured(write_config, 
 
 
 def test_a_call_may_name_a_configured_table_and_the_free_kinds(write_config):
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     write_config(CHAIN_CONFIG + '[providers.lab]\nkind = "laya"\nendpoint = "http://127.0.0.1:9"\n')
     with Gateway.from_environment() as gateway:

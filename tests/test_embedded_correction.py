@@ -218,7 +218,7 @@ def test_through_the_gateway_a_new_question_is_answered_within_the_attempt(stub_
     import time
 
     from system1_gateway.config.settings import Config, GatewaySettings
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     def slow(self, prefix, suffix, options, timeout_s=60, urgent=True):
         time.sleep(0.05 if urgent else 0.4)  # every definition costs most of the attempt

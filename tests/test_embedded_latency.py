@@ -17,7 +17,7 @@ import pytest
 
 from conftest import require
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.model import parse_judge
 from system1_gateway.providers.embedded import EmbeddedProvider, assets, prompts
 

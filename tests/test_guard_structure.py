@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
 from system1_gateway.shell.read import read
 from test_hooks import hook

@@ -12,7 +12,7 @@ import pytest
 
 from system1_gateway import builtins
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.learn import fit, metrics
 from system1_gateway.providers.embedded import EmbeddedProvider, heads
 from system1_gateway.providers.embedded.heads import CHAR_DIM, EMBED_DIM, FEATURE_VERSION, Head, HeadStore

@@ -4,7 +4,7 @@ import json
 
 from local_http import LocalServer, QuietHandler
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.providers.base import BaseProvider
 
 

@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient
 from conftest import judge_payload
 from helpers.serve import KEY, call, running, serve_port, wait_ready
 from system1_gateway.addresses import is_loopback
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.http import security
 from system1_gateway.http.app import create_app
 from system1_gateway.http.security import MAX_BODY, loopback_hosts

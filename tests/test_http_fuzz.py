@@ -105,7 +105,7 @@ def check_error_body(response: Any, what: str) -> None:
 def server():
     import os
 
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     saved = {k: os.environ.get(k) for k in ("SYSTEM1_PROVIDER",)}
     os.environ["SYSTEM1_PROVIDER"] = "mock"  # module scope: the autouse fixture's env is per test

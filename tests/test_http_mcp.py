@@ -33,7 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import ROOT, require
 from helpers.serve import KEY, call, running, serving, wait_ready
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.http.app import create_app
 from system1_gateway.http.mcp import McpFace
 from system1_gateway.http.security import loopback_hosts

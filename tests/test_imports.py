@@ -7,8 +7,8 @@ HEAVY = ["cyllama", "onnxruntime", "numpy", "httpx", "mcp", "tokenizers", "rich"
 
 SCRIPT = """
 import sys
-import system1_gateway.core, system1_gateway.cli, system1_gateway.config.settings
-from system1_gateway.core import Gateway
+import system1_gateway.core.gateway, system1_gateway.cli, system1_gateway.config.settings
+from system1_gateway.core.gateway import Gateway
 import os
 os.environ["SYSTEM1_PROVIDER"] = "mock"
 result = Gateway.from_environment().judge({"state": "s", "questions": {"q": {"type": "noul", "instructions": "?"}}})
@@ -82,7 +82,7 @@ def test_client_module_is_stdlib_only(tmp_path):
 
 def test_the_pi_helpers_are_stdlib_only(tmp_path):
     """`jev-ask` and `system1 install-pi` run in a shell before anything heavy is needed."""
-    script = ("import sys\nimport system1_gateway.jev_ask, system1_gateway.pi_install, system1_gateway.overrides\n"
+    script = ("import sys\nimport system1_gateway.jev_ask, system1_gateway.pi_install, system1_gateway.core.overrides\n"
               f"print(','.join(sorted(m for m in {FAST_HEAVY!r} if m in sys.modules)))\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env={"SYSTEM1_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})

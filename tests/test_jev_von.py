@@ -7,7 +7,7 @@ import pytest
 
 from fault_engine import FaultEngine
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 
 QUESTIONS = {"d": {"type": "noul", "instructions": "Is it destructive?"},
              "t": {"type": "choice", "instructions": "Which tool?", "criteria": ["run_shell", "read_file"]}}

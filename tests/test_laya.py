@@ -14,7 +14,7 @@ from conftest import ROOT, require
 from fault_engine import answers_for, closed_port
 from local_http import LocalServer, QuietHandler
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 
 TOOLS = Path(os.environ.get("SYSTEM1_TOOLS_DIR", ROOT / ".tools"))
 LAYA_SERVE = TOOLS / "laya" / "bin" / "laya-serve"

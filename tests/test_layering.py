@@ -131,8 +131,8 @@ def _cycles() -> list[list[str]]:
 def test_the_graph_is_read_from_the_real_source():
     """A check that cannot pass vacuously: known edges, function-local ones included."""
     assert len(MODULES) > 80
-    assert f"{PKG}.chain" in _ours(f"{PKG}.core") and f"{PKG}.daemon.client" in _ours(f"{PKG}.hooks.common")
-    assert f"{PKG}.core" in _ours(f"{PKG}.daemon.dispatch")  # imported inside a function
+    assert f"{PKG}.core.chain" in _ours(f"{PKG}.core.gateway") and f"{PKG}.daemon.client" in _ours(f"{PKG}.hooks.common")
+    assert f"{PKG}.core.gateway" in _ours(f"{PKG}.daemon.dispatch")  # imported inside a function
     assert "sklearn" in GRAPH[f"{PKG}.learn.fit"]
 
 
@@ -174,12 +174,12 @@ SHORT_LIVED = [*_package("daemon"),
 
 @pytest.mark.parametrize("name", sorted(m for m in MODULES if m.startswith(f"{PKG}.providers")))
 def test_no_provider_knows_a_face_the_core_or_the_dispatch(name):
-    banned = FACES | {f"{PKG}.core", f"{PKG}.chain", f"{PKG}.hooks"}
+    banned = FACES | {f"{PKG}.core.gateway", f"{PKG}.core.chain", *_package("hooks")}
     assert not (_reach(name) & banned), sorted(_reach(name) & banned)
 
 
 def test_the_core_knows_no_face():
-    for name in (f"{PKG}.core", f"{PKG}.chain", f"{PKG}.structured", f"{PKG}.answer_check", f"{PKG}.reports"):
+    for name in (*_package("core"), f"{PKG}.structured"):
         assert not (_reach(name) & FACES), (name, sorted(_reach(name) & FACES))
 
 
@@ -191,7 +191,7 @@ def test_the_short_lived_path_imports_no_core_model_or_server(name):
     """What importing a short-lived module loads (transitively): never the core, the pydantic
     models, a server or a heavy library. (Their in-process fallbacks import more, inside the
     functions that need it; test_imports.py measures the import time.)"""
-    banned = {f"{PKG}.core", f"{PKG}.chain", f"{PKG}.config.settings", f"{PKG}.model", *HTTP,
+    banned = {*_package("core"), f"{PKG}.config.settings", f"{PKG}.model", *HTTP,
               f"{PKG}.mcp_server", f"{PKG}.cli", f"{PKG}.providers"}
     seen, todo = {name}, [name]
     while todo:

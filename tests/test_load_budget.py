@@ -7,7 +7,7 @@ import time
 
 from conftest import judge_payload
 from system1_gateway.config.settings import Config, GatewaySettings, ServeSettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.providers.base import BaseProvider
 from system1_gateway.providers.mock import MockProvider
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.mcp_server import build_server
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
 

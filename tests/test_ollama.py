@@ -7,7 +7,7 @@ import pytest
 
 from local_http import LocalServer, QuietHandler
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 
 
 class FakeOllama:

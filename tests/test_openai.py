@@ -13,9 +13,9 @@ import pytest
 
 from conftest import judge_payload
 from local_http import LocalServer, QuietHandler
-from system1_gateway import consent
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core import consent
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
 DRIP_S = 10.0

@@ -50,7 +50,7 @@ def _decide_and_consent(state, tmp_path, umask):
     umask is `umask`, as a user's shell might have it."""
     env = {**os.environ, "SYSTEM1_STATE_DIR": str(state), "SYSTEM1_PROVIDER": "mock"}
     for code in ("from system1_gateway.cli import main; main(['decide', 'Is it?'])",
-                 "from system1_gateway import consent; consent.save({'openai': 'now'})"):
+                 "from system1_gateway.core import consent; consent.save({'openai': 'now'})"):
         proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                               timeout=120, preexec_fn=lambda: os.umask(umask))
         assert proc.returncode == 0, proc.stderr

@@ -138,7 +138,7 @@ def test_per_model_failures_cool_the_model_the_rest_the_endpoint():
 def test_rungs_on_one_target_share_its_cooldown(mode, b_model, b_tried):
     from fault_engine import FaultEngine
     from system1_gateway.config.settings import Config, GatewaySettings
-    from system1_gateway.core import Gateway
+    from system1_gateway.core.gateway import Gateway
 
     engine = FaultEngine(mode)
     rung = {"kind": "systemone", "endpoint": engine.url, "model": "fault-1"}

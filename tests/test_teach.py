@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, run_cli
 from system1_gateway.config.settings import Config, GatewaySettings
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.providers.embedded import EmbeddedProvider
 
 BILLING = {"type": "noul", "instructions": "Is this support message about billing?",

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fault_engine import FaultEngine, closed_port
-from system1_gateway.core import Gateway
+from system1_gateway.core.gateway import Gateway
 from system1_gateway.results import judge_result_adapter
 
 DEADLINE_S = 2.0

@@ -196,7 +196,7 @@ class _Answerer:
     exactly the in-process one."""
 
     def __init__(self, kind: str, provider: str | None, where: str = "--provider"):
-        from . import overrides
+        from .core import overrides
 
         self.kind, self.where = kind, where
         self._gateway: Any = None
@@ -266,7 +266,7 @@ class _Answerer:
 
 def _known_provider(name: str) -> bool:
     """`name` is a rung a call may name (overrides.permitted), read the stdlib way."""
-    from . import overrides
+    from .core import overrides
     from .daemon import client
 
     settings = client.peek()

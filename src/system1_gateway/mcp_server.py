@@ -39,7 +39,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from . import __version__
-from .core import Gateway, freeze_heap
+from .core.gateway import Gateway, freeze_heap
 from .daemon import client, dispatch
 from .errors import INVALID_REQUEST
 from .logs import LOGGER, configure

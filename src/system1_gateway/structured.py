@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import bounded_json, builtins
-from .chain import NO_USAGE, Outcome
+from .core.chain import NO_USAGE, Outcome
 from .model import JudgeRequest
 
 # {wording hash: version} of every version of the `destructive` built-in

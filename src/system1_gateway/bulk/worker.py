@@ -29,7 +29,7 @@ class Worker:
     """Holds one gateway, warmed once: a Ray actor, or a process of the local pool."""
 
     def __init__(self, config: Any, provider: str | None):
-        from ..core import Gateway
+        from ..core.gateway import Gateway
 
         # this worker's own warm engine (built here, not through daemon/dispatch.py): never the daemon
         self.provider = provider
@@ -66,7 +66,7 @@ class Worker:
     @staticmethod
     def _parse(number: int, raw: bytes) -> tuple[int, Any, dict[str, Any] | None]:
         """(line number, payload, None), or (line number, None, the line's invalid_request)."""
-        from ..core import error_result
+        from ..core.gateway import error_result
         from ..errors import InvalidRequest
 
         try:

@@ -15,7 +15,7 @@ from typing import Callable
 
 import tomlkit
 
-from .. import consent
+from ..core import consent
 from ..errors import ConfigError
 from ..paths import config_path, write_atomic
 from ..providers import KINDS

@@ -37,7 +37,7 @@ def gateway(config: Any = None, **options: Any) -> Any:
     one gives a gateway that answers config_error), its embedded rungs delegated to the daemon
     where it runs their settings. `options` go to Gateway (record, calibration, providers)."""
     from ..config.settings import load_config
-    from ..core import Gateway
+    from ..core.gateway import Gateway
     from ..errors import ConfigError
 
     if config is None:
@@ -156,7 +156,7 @@ def _within(gateway: Any, kind: str, payload: Any, provider: str | None, remaini
     """Run with the deadline cut to what is left (a request's own deadline_s included); with
     nothing left the answer is deadline_exceeded, a clean error."""
     if remaining_s < client.MIN_DEADLINE_S:  # below what a request may ask for: nothing left to run
-        from ..core import error_result  # the in-process path: the core is loaded already
+        from ..core.gateway import error_result  # the in-process path: the core is loaded already
         from ..errors import DEADLINE_EXCEEDED, GatewayError
 
         rid = payload.get("request_id") if isinstance(payload, dict) else None

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from .. import __version__
-from ..core import Gateway, freeze_heap
+from ..core.gateway import Gateway, freeze_heap
 from ..errors import INVALID_REQUEST
 from ..logs import LOGGER, printable, request_id_var
 from ..model import DecideRequest, JudgeRequest

@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ..core import Gateway
+from ..core.gateway import Gateway
 from .prometheus import face_var
 
 

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from .. import __version__, bounded_json
-from ..core import Gateway, error_result
+from ..core.gateway import Gateway, error_result
 from ..errors import (
     ALL_COOLING,
     CONFIG_ERROR,

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 
 from ..addresses import http_url, is_loopback
 from ..config.settings import Config, load_config
-from ..core import Gateway
+from ..core.gateway import Gateway
 from ..errors import ConfigError
 from ..logs import LOGGER, configure
 from .app import create_app

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import bounded_json
-from ..calibration import Calibration, CalibrationFile, FitRecord, read_file, user_path
+from ..core.calibration import Calibration, CalibrationFile, FitRecord, read_file, user_path
 from ..paths import state_dir, write_atomic
 from . import calibration_fit as cf
 from .pending import Item, LabelStore, from_jsonl, from_routing_log, needs_asking

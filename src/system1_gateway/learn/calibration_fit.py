@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..calibration import FIRM_LABELS, MIN_LABELS, FitRecord
+from ..core.calibration import FIRM_LABELS, MIN_LABELS, FitRecord
 from . import metrics
 
 BOOTSTRAP = 400

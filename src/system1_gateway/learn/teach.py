@@ -81,7 +81,7 @@ def zero_shot(groups: list[Group], progress: Any = None) -> dict[str, np.ndarray
     """The embedded engine's answers with heads switched off, per group (None when it
     cannot answer, e.g. undescribed options without the accurate tier)."""
     from ..config.settings import Config, GatewaySettings, load_config
-    from ..core import Gateway
+    from ..core.gateway import Gateway
     from ..errors import ConfigError
     from ..providers.embedded import EmbeddedProvider, EmbeddedSettings
 

@@ -17,13 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import audit, overrides, reports, structured, toggle
-from .calibration import Calibration
-from .chain import NO_USAGE, Chain, Rungs, cooling, ms
-from .config.settings import Config, load_config
-from .errors import INTERNAL_ERROR, ConfigError, GatewayError, InvalidRequest
-from .logs import LOGGER, request_id_var
-from .model import (
+from .. import structured, toggle
+from ..config.settings import Config, load_config
+from ..errors import INTERNAL_ERROR, ConfigError, GatewayError, InvalidRequest
+from ..logs import LOGGER, request_id_var
+from ..model import (
     DECIDE_QID,
     SCHEMA_VERSION,
     JudgeRequest,
@@ -32,8 +30,11 @@ from .model import (
     parse_decide,
     parse_judge,
 )
-from .providers.base import BaseProvider
-from .store import Cooling, StateStore, open_store
+from ..providers.base import BaseProvider
+from ..store import Cooling, StateStore, open_store
+from . import audit, overrides, reports
+from .calibration import Calibration
+from .chain import NO_USAGE, Chain, Rungs, cooling, ms
 
 log = logging.getLogger(LOGGER)
 

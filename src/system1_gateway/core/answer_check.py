@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from ..errors import MalformedAnswer, encodable
+from ..model import JudgeRequest
 from .calibration import Fit, scale
-from .errors import MalformedAnswer, encodable
-from .model import JudgeRequest
 
 # (question wording hash, option count, the answer's model) -> the fit in force, or None
 FitLookup = Callable[[str, int, str], "Fit | None"]

@@ -45,7 +45,7 @@ def permitted(name: str, tables: dict[str, str], chain: list[str]) -> bool:
     a kind whose defaults send no credential anywhere the owner did not choose (FREE_KINDS).
     Never another kind with its defaults: a caller must not make the gateway send a key where
     the owner never pointed it."""
-    from .providers import KINDS  # the registry module is light (no provider is imported)
+    from ..providers import KINDS  # the registry module is light (no provider is imported)
 
     configured = name in tables or name in chain
     return tables.get(name, name) in KINDS and (configured or name in FREE_KINDS)

@@ -11,14 +11,14 @@ import logging
 import time
 from typing import Any
 
-from . import __codename__, __version__, builtins, providers, toggle
+from .. import __codename__, __version__, builtins, providers, toggle
+from ..config.settings import Config
+from ..errors import ConfigError, GatewayError
+from ..logs import LOGGER
+from ..model import SCHEMA_VERSION
+from ..store.base import StateStore, iso
 from .chain import Rungs, ms
 from .chain import cooling as cooling_rungs
-from .config.settings import Config
-from .errors import ConfigError, GatewayError
-from .logs import LOGGER
-from .model import SCHEMA_VERSION
-from .store.base import StateStore, iso
 
 log = logging.getLogger(LOGGER)
 
@@ -59,7 +59,7 @@ def _first_problem(probes: list[dict[str, Any]]) -> str | None:
 
 
 def capabilities(config: Config, config_error: ConfigError | None) -> dict[str, Any]:
-    from .results import json_schemas
+    from ..results import json_schemas
 
     gw = config.gateway
     return {
@@ -135,7 +135,7 @@ def status(config: Config, config_error: ConfigError | None, rungs: Rungs,
 def routing_mode(config: Config) -> dict[str, Any]:
     """The hooks' routing mode as it acts now: "set" shows its READY (or forced) verdict; and
     what the Agent hook did with the last spawn it saw (time, outcome, reason; never the brief)."""
-    from .routing import gate, spawns
+    from ..routing import gate, spawns
 
     routing = config.hooks["routing"]
     record = gate.read() if routing["mode"] == "set" else None

@@ -31,9 +31,9 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from . import bounded_json
-from .logs import LOGGER
-from .paths import state_file
+from .. import bounded_json
+from ..logs import LOGGER
+from ..paths import state_file
 
 log = logging.getLogger(LOGGER)
 

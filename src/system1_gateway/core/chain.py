@@ -26,11 +26,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import consent, overrides, providers
-from .answer_check import finalize
-from .calibration import Calibration, Fit
-from .config.settings import Config
-from .errors import (
+from .. import providers
+from ..config.settings import Config
+from ..errors import (
     ALL_COOLING,
     DEADLINE_EXCEEDED,
     INTERNAL_ERROR,
@@ -44,11 +42,14 @@ from .errors import (
     bounded,
     encodable,
 )
-from .logs import LOGGER
-from .model import JudgeRequest
-from .notices import notice
-from .providers.base import BaseProvider, Limits, Reply
-from .store import Cooling, StateStore, cooldown_for, key_for, target_keys
+from ..logs import LOGGER
+from ..model import JudgeRequest
+from ..notices import notice
+from ..providers.base import BaseProvider, Limits, Reply
+from ..store import Cooling, StateStore, cooldown_for, key_for, target_keys
+from . import consent, overrides
+from .answer_check import finalize
+from .calibration import Calibration, Fit
 
 log = logging.getLogger(LOGGER)
 NO_USAGE: dict[str, int | None] = {"input_tokens": None, "output_tokens": None}

@@ -13,8 +13,8 @@ import json
 import time
 from pathlib import Path
 
-from . import bounded_json
-from .paths import state_dir, write_atomic
+from .. import bounded_json
+from ..paths import state_dir, write_atomic
 
 BILLED_KINDS = frozenset({"openai"})
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from .logs import LOGGER
-from .paths import private_dir, state_file
+from ..logs import LOGGER
+from ..paths import private_dir, state_file
 
 _log = logging.getLogger(LOGGER + ".audit")
 _lock = threading.Lock()
