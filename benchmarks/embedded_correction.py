@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 
 from embedded_dev import DEV, ece
-from system1_gateway.model import parse_judge
+from system1_gateway.model.render import render
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import NO_STATE, EmbeddedProvider, describable, fast_texts, prompts
 from system1_gateway.providers.embedded.prior import definitions
-from system1_gateway.render import render
 
 CONTENT_FREE = ["N/A", "", "[MASK]", NO_STATE]
 POOL = [  # a fixed batch of typical coding-agent texts, mixed kinds, none from dev

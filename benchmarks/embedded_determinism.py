@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from embedded_dev import DEV
-from system1_gateway.model import parse_judge
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import assets, prompts, usable_cpus
 from system1_gateway.providers.embedded.llm import LlmEngine
 

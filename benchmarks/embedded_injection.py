@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from system1_gateway.model import parse_judge
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import EmbeddedProvider, prompts
 from system1_gateway.providers.embedded.prompts import IM_END, IM_START, Prompt
 

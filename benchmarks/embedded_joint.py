@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from system1_gateway.model import parse_judge
+from system1_gateway.model.render import render
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import assets, prompts
 from system1_gateway.providers.embedded.llm import LlmEngine, cy
 from system1_gateway.providers.embedded.prior import definitions
-from system1_gateway.render import render
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev.jsonl"
 TASKS = ("read_only", "design", "review", "specified")

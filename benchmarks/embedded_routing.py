@@ -98,7 +98,7 @@ def concurrent(provider, gateway, questions: dict, states: list[str]) -> dict:
     llama.cpp batch (LlmEngine.batch_probs): what batching concurrent requests would gain."""
     import threading
 
-    from system1_gateway.model import parse_judge
+    from system1_gateway.model.requests import parse_judge
     from system1_gateway.providers.embedded import EmbeddedProvider
     from system1_gateway.providers.embedded import prompts as P
 

@@ -63,7 +63,7 @@ class Judge:
     def __init__(self):
         from system1_gateway.config.settings import Config, GatewaySettings
         from system1_gateway.core.gateway import Gateway
-        from system1_gateway.model import parse_judge
+        from system1_gateway.model.requests import parse_judge
         from system1_gateway.providers.embedded import EmbeddedProvider
 
         self.provider = EmbeddedProvider("embedded", {"tier": "fast"})

@@ -32,11 +32,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import train_builtin_heads as training
 from bench_stats import pct
-from system1_gateway import builtins
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core.gateway import Gateway
 from system1_gateway.learn import fit, metrics, teach
-from system1_gateway.model import parse_judge
+from system1_gateway.model import builtins
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import EmbeddedProvider, usable_cpus
 from system1_gateway.providers.embedded.fast import FastEngine
 from system1_gateway.providers.embedded.heads import option_texts

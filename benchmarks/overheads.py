@@ -31,7 +31,7 @@ from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import audit
 from system1_gateway.core.answer_check import finalize
 from system1_gateway.core.gateway import Gateway
-from system1_gateway.model import parse_judge
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers import build
 from system1_gateway.store import SQLiteStore
 

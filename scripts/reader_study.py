@@ -38,10 +38,10 @@ from scipy import sparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import train_builtin_heads as tbh
-from system1_gateway import builtins
 from system1_gateway.learn import fit, metrics
 from system1_gateway.learn.metrics import fit_temperature
-from system1_gateway.model import parse_judge
+from system1_gateway.model import builtins
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded.heads import STRUCT, WORD_DIM, option_texts, softmax
 
 TASKS = ["read_only", "design", "review", "specified"]

@@ -33,9 +33,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import train_builtin_heads as tbh
-from system1_gateway import builtins
 from system1_gateway.learn import fit, metrics
-from system1_gateway.model import parse_judge
+from system1_gateway.model import builtins
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import usable_cpus
 from system1_gateway.providers.embedded.fast import FastEngine
 from system1_gateway.providers.embedded.heads import Head, option_texts

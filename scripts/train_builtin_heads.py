@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from system1_gateway import builtins
 from system1_gateway.learn import fit, metrics
-from system1_gateway.model import parse_judge
+from system1_gateway.model import builtins
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import usable_cpus
 from system1_gateway.providers.embedded.fast import FastEngine
 from system1_gateway.providers.embedded.heads import FEATURE_VERSION, READINGS, option_texts, reader

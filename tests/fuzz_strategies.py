@@ -40,9 +40,9 @@ from pydantic import TypeAdapter, ValidationError
 from system1_gateway import providers
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core.gateway import Gateway
-from system1_gateway.errors import GatewayError
-from system1_gateway.model import JudgeRequest
-from system1_gateway.results import (
+from system1_gateway.model.errors import GatewayError
+from system1_gateway.model.requests import JudgeRequest
+from system1_gateway.model.results import (
     CapabilitiesResult,
     HealthResult,
     StatusResult,

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from system1_gateway import builtins
 from system1_gateway.core.gateway import Gateway
-from system1_gateway.model import parse_decide, parse_judge
-from system1_gateway.results import CapabilitiesResult
+from system1_gateway.model import builtins
+from system1_gateway.model.requests import parse_decide, parse_judge
+from system1_gateway.model.results import CapabilitiesResult
 
 ROUTING = Path(__file__).resolve().parent / "data" / "routing_questions.json"
 

@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from system1_gateway import builtins
 from system1_gateway.core.calibration import Calibration, FitRecord, scale
 from system1_gateway.core.gateway import Gateway
 from system1_gateway.learn import calibration_fit as cf
 from system1_gateway.learn.pending import LabelStore, from_routing_log
+from system1_gateway.model import builtins
 
 Q = {"type": "noul", "instructions": "Is this about a build?"}
 Q_HASH = builtins.question_hash("noul", Q["instructions"], None)
@@ -131,7 +131,7 @@ def test_the_core_applies_the_fit_before_the_threshold_and_says_which(mock_gatew
     fits_file(user_file(tmp_path), fit(question=Q_HASH, temperature=2.0, threshold=0.8), fit(options=2))
     decided = gw.decide({"question": "Is this about a build?", "min_confidence": 0.7})
     assert decided["calibrated"] is True and decided["calibration"]["temperature"] == 2.0
-    from system1_gateway.results import DecideResponse, JudgeResult
+    from system1_gateway.model.results import DecideResponse, JudgeResult
 
     JudgeResult.model_validate(result)
     DecideResponse.model_validate(decided)

@@ -11,9 +11,9 @@ from system1_gateway import notices
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import chain, consent
 from system1_gateway.core.gateway import Gateway
+from system1_gateway.model.results import judge_result_adapter
 from system1_gateway.providers.base import BaseProvider, Health
 from system1_gateway.providers.mock import MockProvider
-from system1_gateway.results import judge_result_adapter
 from system1_gateway.store import SQLiteStore
 
 
@@ -161,7 +161,7 @@ class Echoing(BaseProvider):
         return ("Najbe8rt5BfLGEU",)
 
     def judge(self, request, timeout_s):
-        from system1_gateway.errors import ProviderFailure
+        from system1_gateway.model.errors import ProviderFailure
 
         raise ProviderFailure("first: model requires more memory Najbe8rt5BfLGEU", kind="server")
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import judge_payload, run_cli
-from system1_gateway.results import decide_response_adapter, judge_result_adapter
+from system1_gateway.model.results import decide_response_adapter, judge_result_adapter
 
 MOCK = {"SYSTEM1_PROVIDER": "mock"}
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import judge_payload, lock_holder, run_cli
 from helpers.daemon import MOCK_CONFIG, RunningDaemon, route
 from system1_gateway.daemon import files as daemon_files
-from system1_gateway.results import decide_response_adapter, judge_result_adapter
+from system1_gateway.model.results import decide_response_adapter, judge_result_adapter
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import pytest
 from conftest import judge_payload
 from system1_gateway.config.settings import load_config
 from system1_gateway.core.gateway import Gateway
-from system1_gateway.errors import ConfigError
+from system1_gateway.model.errors import ConfigError
 
 
 def test_defaults_without_a_file():
@@ -143,7 +143,7 @@ def test_serve_errors_name_the_line_or_the_variable(write_config, monkeypatch):
     import pytest
 
     from system1_gateway.config.settings import load_config
-    from system1_gateway.errors import ConfigError
+    from system1_gateway.model.errors import ConfigError
 
     monkeypatch.delenv("SYSTEM1_SERVE_PORT")  # conftest: 0, which would win over the file
     write_config('[serve]\nhost = "127.0.0.1"\nport = 70000\n')

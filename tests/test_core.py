@@ -6,8 +6,8 @@ import pytest
 
 from conftest import judge_payload
 from system1_gateway.core.audit import audit_path
+from system1_gateway.model.results import decide_response_adapter, judge_result_adapter
 from system1_gateway.providers.mock import MALFORMED_KINDS
-from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
 THREE = {
     "n": {"type": "yesno", "instructions": "Is it a build problem?"},

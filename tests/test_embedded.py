@@ -11,10 +11,10 @@ import pytest
 from conftest import require, run_cli
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core.gateway import Gateway
-from system1_gateway.errors import ProviderTimeout
-from system1_gateway.model import parse_judge
+from system1_gateway.model.errors import ProviderTimeout
+from system1_gateway.model.requests import parse_judge
+from system1_gateway.model.results import judge_result_adapter
 from system1_gateway.providers.embedded import EmbeddedProvider, assets, prompts
-from system1_gateway.results import judge_result_adapter
 
 
 @pytest.fixture

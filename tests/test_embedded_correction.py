@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from system1_gateway.model import parse_judge
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import NO_STATE, EmbeddedProvider, prompts
 from system1_gateway.providers.embedded.prior import MAX_CHARS, QuestionPrior, correct, definitions
 

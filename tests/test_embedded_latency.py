@@ -18,7 +18,7 @@ import pytest
 from conftest import require
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core.gateway import Gateway
-from system1_gateway.model import parse_judge
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import EmbeddedProvider, assets, prompts
 
 # The four routing questions exactly as the hooks will send them (copied from the dev set's

@@ -2,7 +2,7 @@
 
 import pytest
 
-from system1_gateway.errors import ProviderFailure, scrub
+from system1_gateway.model.errors import ProviderFailure, scrub
 from system1_gateway.providers.failures import classify, retry_after
 
 

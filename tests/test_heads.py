@@ -10,10 +10,10 @@ import time
 import numpy as np
 import pytest
 
-from system1_gateway import builtins
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core.gateway import Gateway
 from system1_gateway.learn import fit, metrics
+from system1_gateway.model import builtins
 from system1_gateway.providers.embedded import EmbeddedProvider, heads
 from system1_gateway.providers.embedded.heads import CHAR_DIM, EMBED_DIM, FEATURE_VERSION, Head, HeadStore
 
@@ -271,7 +271,7 @@ def test_shipped_heads_were_measured_calibrated_on_held_out_dev_folds():
 
 
 def _parsed(question):
-    from system1_gateway.model import parse_judge
+    from system1_gateway.model.requests import parse_judge
 
     return parse_judge({"state": "x", "questions": {"q": question}}).questions["q"]
 

@@ -189,7 +189,7 @@ def test_the_engine_feeds_a_words_head_its_block(tmp_path, monkeypatch):
     provider = EmbeddedProvider("embedded", {"tier": "fast"})
     provider.warm()
     try:
-        from system1_gateway.model import parse_judge
+        from system1_gateway.model.requests import parse_judge
 
         q = parse_judge({"state": "x", "questions": {"q": {"builtin": "read_only"}}}).questions["q"]
         head = toy(words=True, question_hash=q.wording_hash())

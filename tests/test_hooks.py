@@ -17,9 +17,9 @@ import pytest
 from system1_gateway.config import tables as settings
 from system1_gateway.config.settings import load_config
 from system1_gateway.daemon import files as daemon_files
-from system1_gateway.errors import ConfigError
 from system1_gateway.hooks import skills
 from system1_gateway.hooks.route import FEATURE_WORDS, hint_line
+from system1_gateway.model.errors import ConfigError
 from system1_gateway.routing import rule
 
 LONG = "Explain how the retry logic in src/net/client.py decides when to give up on a request"

@@ -29,9 +29,9 @@ from system1_gateway.http import security
 from system1_gateway.http.app import create_app
 from system1_gateway.http.security import MAX_BODY, loopback_hosts
 from system1_gateway.http.serving import Serving
-from system1_gateway.model import DecideRequest, JudgeRequest
+from system1_gateway.model.requests import DecideRequest, JudgeRequest
+from system1_gateway.model.results import decide_response_adapter, judge_result_adapter
 from system1_gateway.providers.mock import MockProvider
-from system1_gateway.results import decide_response_adapter, judge_result_adapter
 
 DECIDE = {"question": "Is `git push --force origin main` destructive?", "options": ["yes", "no"]}
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import judge_payload
-from system1_gateway.results import judge_result_adapter
+from system1_gateway.model.results import judge_result_adapter
 
 JEV_ASK = Path(sys.executable).parent / "jev-ask"
 CONFIG = ('[gateway]\nprovider = "jev"\n'

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from system1_gateway.core.gateway import Gateway
 from system1_gateway.http import jev_wire
-from system1_gateway.model import JudgeRequest
+from system1_gateway.model.requests import JudgeRequest
 
 QUESTIONS = {
     "billing": {"type": "noul", "instructions": "Is this about billing?",

@@ -9,7 +9,7 @@ from mcp import Client, MCPError, StdioServerParameters
 
 from system1_gateway.core.gateway import Gateway
 from system1_gateway.mcp_server import build_server
-from system1_gateway.results import decide_response_adapter, judge_result_adapter
+from system1_gateway.model.results import decide_response_adapter, judge_result_adapter
 
 pytestmark = pytest.mark.anyio
 
@@ -124,8 +124,8 @@ async def published_schemas():
 
 
 async def test_published_schemas_use_only_json_schema_keywords(mock_env):
-    from system1_gateway.model import JudgeRequest
-    from system1_gateway.schemas import nonstandard_keywords
+    from system1_gateway.model.requests import JudgeRequest
+    from system1_gateway.model.schemas import nonstandard_keywords
 
     published = await published_schemas()
     assert len(published) == 14

@@ -3,15 +3,15 @@
 import pytest
 from pydantic import ValidationError
 
-from system1_gateway.model import (
+from system1_gateway.model.render import render
+from system1_gateway.model.requests import (
     DecideRequest,
     JudgeRequest,
     describe_validation_error,
     parse_decide,
     parse_judge,
 )
-from system1_gateway.render import render
-from system1_gateway.results import json_schemas
+from system1_gateway.model.results import json_schemas
 
 
 def judge_error(payload):
@@ -132,7 +132,7 @@ def test_models_are_frozen():
 
 
 def test_json_nested_too_deeply_is_invalid_and_names_the_field():
-    from system1_gateway.model import MAX_DEPTH
+    from system1_gateway.model.requests import MAX_DEPTH
 
     deep = []
     for _ in range(MAX_DEPTH + 5):

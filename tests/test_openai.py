@@ -16,7 +16,7 @@ from local_http import LocalServer, QuietHandler
 from system1_gateway.config.settings import Config, GatewaySettings
 from system1_gateway.core import consent
 from system1_gateway.core.gateway import Gateway
-from system1_gateway.results import decide_response_adapter, judge_result_adapter
+from system1_gateway.model.results import decide_response_adapter, judge_result_adapter
 
 DRIP_S = 10.0
 

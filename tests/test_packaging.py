@@ -37,9 +37,10 @@ def _in_wheel() -> set[str]:
 
 def _runtime_data() -> dict[str, Path]:
     """Every data file the code opens, named by the constant (or function) that opens it."""
-    from system1_gateway import builtins, pi_install
+    from system1_gateway import pi_install
     from system1_gateway.core import calibration
     from system1_gateway.insight import prices
+    from system1_gateway.model import builtins
     from system1_gateway.providers.embedded import assets, heads
     from system1_gateway.routing import rule
 

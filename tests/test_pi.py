@@ -92,7 +92,7 @@ def test_typescript_type_checks_against_the_installed_pi(tmp_path, pi):
 
 
 def test_the_tool_schema_is_the_gateways_published_judge_schema():
-    from system1_gateway.results import json_schemas
+    from system1_gateway.model.results import json_schemas
 
     shipped = json.loads((EXTENSION / "judge_request.schema.json").read_text())
     assert shipped == json_schemas()["judge_request"]
@@ -342,7 +342,7 @@ def test_pi_schema_coercion_leaves_judge_arguments_unchanged():
     validateToolArguments, pi-schema with coerce: true) against the tool's schema."""
     import jsonschema
 
-    from system1_gateway.results import json_schemas
+    from system1_gateway.model.results import json_schemas
 
     schema = json_schemas()["judge_request"]
     for case in JUDGE_ARGUMENTS:

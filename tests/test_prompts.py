@@ -1,6 +1,6 @@
 """Prompt construction of the accurate tier (pure text: no model needed)."""
 
-from system1_gateway.model import parse_judge
+from system1_gateway.model.requests import parse_judge
 from system1_gateway.providers.embedded import prompts
 from system1_gateway.providers.embedded.prompts import IM_END, IM_START, Prompt, Special
 
@@ -57,7 +57,7 @@ def test_prefix_is_deterministic_and_holds_no_evidence():
 
 
 def test_stateless_second_frame_only_for_bare_yes_no():
-    from system1_gateway.model import parse_decide
+    from system1_gateway.model.requests import parse_decide
 
     decide = parse_decide({"question": "Is `ls` destructive?"}).to_judge("r").questions["decision"]
     prefix, suffix = prompts.stateless_yes_no(decide)

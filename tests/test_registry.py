@@ -6,7 +6,7 @@ import time
 import pytest
 
 from fault_engine import closed_port
-from system1_gateway.errors import ConfigError
+from system1_gateway.model.errors import ConfigError
 from system1_gateway.providers import KINDS, build
 from system1_gateway.providers.base import Limits
 

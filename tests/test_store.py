@@ -11,7 +11,7 @@ import pytest
 
 from redis_server import RedisServer
 from system1_gateway.config.settings import parse_config_text
-from system1_gateway.errors import ConfigError
+from system1_gateway.model.errors import ConfigError
 from system1_gateway.store import Cooling, MemoryStore, SQLiteStore, key_for, target_keys
 from system1_gateway.store.redis_store import RedisStore, public_url
 

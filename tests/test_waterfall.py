@@ -11,7 +11,7 @@ import pytest
 
 from fault_engine import FaultEngine, closed_port
 from system1_gateway.core.gateway import Gateway
-from system1_gateway.results import judge_result_adapter
+from system1_gateway.model.results import judge_result_adapter
 
 DEADLINE_S = 2.0
 TIMEOUT_S = 1.0
@@ -177,8 +177,8 @@ def test_unsafe_settings_are_refused(write_config, settings, expected):
 
 
 def test_adapter_cuts_a_slow_drip_body_at_its_own_deadline(engine):
-    from system1_gateway.errors import ProviderTimeout
-    from system1_gateway.model import parse_judge
+    from system1_gateway.model.errors import ProviderTimeout
+    from system1_gateway.model.requests import parse_judge
     from system1_gateway.providers.systemone import SystemOneProvider
 
     engine.mode = "drip"

@@ -22,7 +22,7 @@ from .console import JsonArgumentParser as _Parser
 from .console import emit as _emit
 from .console import exit_code as _exit_code
 from .console import invalid as _invalid
-from .errors import CONFIG_ERROR, INVALID_REQUEST
+from .model.errors import CONFIG_ERROR, INVALID_REQUEST
 
 
 def _parser() -> _Parser:
@@ -148,7 +148,7 @@ def _warm(gateway, provider: str | None) -> None:
 
 def _unknown_provider(gateway, names: list[str], where: str, pretty: bool) -> bool:
     """Each rung of `--chain`/`--provider` must be one a call may name (else exit 2)."""
-    from .errors import InvalidRequest
+    from .model.errors import InvalidRequest
 
     try:
         gateway.override(",".join(names), where)
@@ -448,7 +448,7 @@ def _cmd_capabilities(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from .errors import InvalidRequest
+    from .model.errors import InvalidRequest
 
     with _gateway() as gateway:
         try:
@@ -463,7 +463,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 def _cmd_order(args: argparse.Namespace) -> int:
     from .config.edit import write_order
-    from .errors import ConfigError
+    from .model.errors import ConfigError
 
     try:
         path = write_order(args.names, confirm=_ask_person if sys.stdin.isatty() else None)
@@ -485,7 +485,7 @@ def _ask_person(text: str) -> bool:
 
 def _cmd_retry(args: argparse.Namespace) -> int:
     from .config.settings import load_config
-    from .errors import ConfigError
+    from .model.errors import ConfigError
     from .store import open_store
 
     try:

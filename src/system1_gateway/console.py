@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # no `typing` on the short-lived path (docs/architecture.
 if TYPE_CHECKING:
     from typing import Any, NoReturn, TextIO
 
-from .errors import INVALID_REQUEST
+from .model.errors import INVALID_REQUEST
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 

@@ -3,7 +3,7 @@
 This is the only module that imports `mcp` (an SDK change touches this file alone). It uses
 the SDK's low-level `Server`, which serves both protocol eras (legacy `initialize` and
 2026-07-28 `server/discover`) on one stdio connection, so the tool schemas are exactly the
-gateway's own (generated from model.py / results.py) and argument errors carry the
+gateway's own (generated from model/requests.py and results.py) and argument errors carry the
 gateway's messages.
 
 Behaviour: stdout carries only protocol (the SDK moves fd 1 to stderr while serving; logs go
@@ -41,8 +41,8 @@ from pydantic import ValidationError
 from . import __version__
 from .core.gateway import Gateway, freeze_heap
 from .daemon import client, dispatch
-from .errors import INVALID_REQUEST
 from .logs import LOGGER, configure
+from .model.errors import INVALID_REQUEST
 
 log = logging.getLogger(LOGGER)
 
@@ -60,7 +60,7 @@ NO_ARGUMENTS = {"type": "object", "properties": {}, "additionalProperties": Fals
 
 
 def _schemas() -> dict[str, dict[str, Any]]:
-    from .results import json_schemas, tool_output_schemas
+    from .model.results import json_schemas, tool_output_schemas
 
     return {**json_schemas(), **tool_output_schemas()}
 

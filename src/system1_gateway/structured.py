@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import bounded_json, builtins
+from . import bounded_json
 from .core.chain import NO_USAGE, Outcome
-from .model import JudgeRequest
+from .model import builtins
+from .model.requests import JudgeRequest
 
 # {wording hash: version} of every version of the `destructive` built-in
 DESTRUCTIVE_VERSIONS = {b.hash: b.version for b in (builtins.BUILTINS["destructive"], *builtins.EARLIER)

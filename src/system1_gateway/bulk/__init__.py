@@ -123,7 +123,7 @@ def main(args: Any) -> int:
     """The CLI command: a progress bar on a terminal, the summary as JSON on stdout."""
     import json
 
-    from ..errors import ConfigError
+    from ..model.errors import ConfigError
 
     bar = _Bar() if sys.stderr.isatty() else None
     try:

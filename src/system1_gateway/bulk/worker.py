@@ -67,7 +67,7 @@ class Worker:
     def _parse(number: int, raw: bytes) -> tuple[int, Any, dict[str, Any] | None]:
         """(line number, payload, None), or (line number, None, the line's invalid_request)."""
         from ..core.gateway import error_result
-        from ..errors import InvalidRequest
+        from ..model.errors import InvalidRequest
 
         try:
             return number, bounded_json.loads(raw.decode("utf-8-sig")), None

@@ -16,7 +16,7 @@ from typing import Callable
 import tomlkit
 
 from ..core import consent
-from ..errors import ConfigError
+from ..model.errors import ConfigError
 from ..paths import config_path, write_atomic
 from ..providers import KINDS
 from .settings import parse_config_text

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ConfigError
-from ..model import describe_validation_error
+from ..model.errors import ConfigError
+from ..model.requests import describe_validation_error
 from ..paths import LocationError, config_path
 from . import tables as hook_settings
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ..errors import MalformedAnswer, encodable
-from ..model import JudgeRequest
+from ..model.errors import MalformedAnswer, encodable
+from ..model.requests import JudgeRequest
 from .calibration import Fit, scale
 
 # (question wording hash, option count, the answer's model) -> the fit in force, or None

@@ -28,7 +28,8 @@ from typing import Any, Callable
 
 from .. import providers
 from ..config.settings import Config
-from ..errors import (
+from ..logs import LOGGER
+from ..model.errors import (
     ALL_COOLING,
     DEADLINE_EXCEEDED,
     INTERNAL_ERROR,
@@ -42,8 +43,7 @@ from ..errors import (
     bounded,
     encodable,
 )
-from ..logs import LOGGER
-from ..model import JudgeRequest
+from ..model.requests import JudgeRequest
 from ..notices import notice
 from ..providers.base import BaseProvider, Limits, Reply
 from ..store import Cooling, StateStore, cooldown_for, key_for, target_keys

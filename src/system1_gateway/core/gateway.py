@@ -2,7 +2,7 @@
 
 Every face (CLI, MCP, HTTP and hooks) calls `Gateway.judge` / `Gateway.decide` with a plain
 JSON payload and gets a plain JSON result back; nothing here knows about faces. Data flows
-one way: request → validation (model.py) → the waterfall (chain.py: rungs, deadline,
+one way: request → validation (model/requests.py) → the waterfall (chain.py: rungs, deadline,
 cooldowns, attempts, the answer check) → result + audit record. Reports about the gateway
 itself (health, status, capabilities) are in reports.py.
 """
@@ -19,9 +19,9 @@ from pydantic import ValidationError
 
 from .. import structured, toggle
 from ..config.settings import Config, load_config
-from ..errors import INTERNAL_ERROR, ConfigError, GatewayError, InvalidRequest
 from ..logs import LOGGER, request_id_var
-from ..model import (
+from ..model.errors import INTERNAL_ERROR, ConfigError, GatewayError, InvalidRequest
+from ..model.requests import (
     DECIDE_QID,
     SCHEMA_VERSION,
     JudgeRequest,

@@ -11,11 +11,12 @@ import logging
 import time
 from typing import Any
 
-from .. import __codename__, __version__, builtins, providers, toggle
+from .. import __codename__, __version__, providers, toggle
 from ..config.settings import Config
-from ..errors import ConfigError, GatewayError
 from ..logs import LOGGER
-from ..model import SCHEMA_VERSION
+from ..model import builtins
+from ..model.errors import ConfigError, GatewayError
+from ..model.requests import SCHEMA_VERSION
 from ..store.base import StateStore, iso
 from .chain import Rungs, ms
 from .chain import cooling as cooling_rungs
@@ -59,7 +60,7 @@ def _first_problem(probes: list[dict[str, Any]]) -> str | None:
 
 
 def capabilities(config: Config, config_error: ConfigError | None) -> dict[str, Any]:
-    from ..results import json_schemas
+    from ..model.results import json_schemas
 
     gw = config.gateway
     return {

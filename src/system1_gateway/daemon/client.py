@@ -32,7 +32,7 @@ from . import files as daemon_files
 CONNECT_TIMEOUT_S = 0.5  # loopback: a live daemon accepts in microseconds; a dead one refuses at once
 MARGIN_S = 0.5  # past the deadline: the core answers within deadline + 50 ms, plus the HTTP round trip
 READY_POLL_S = 0.05
-MIN_DEADLINE_S = 0.01  # model.py's smallest deadline_s
+MIN_DEADLINE_S = 0.01  # model/requests.py's smallest deadline_s
 MAX_REPLY_BYTES = 16 * 1024 * 1024  # a result is kilobytes; past this the reply is not the daemon's
 ROUTE = "daemon"  # the `provider` of the attempt that says which path answered
 

@@ -38,7 +38,7 @@ def gateway(config: Any = None, **options: Any) -> Any:
     where it runs their settings. `options` go to Gateway (record, calibration, providers)."""
     from ..config.settings import load_config
     from ..core.gateway import Gateway
-    from ..errors import ConfigError
+    from ..model.errors import ConfigError
 
     if config is None:
         try:
@@ -157,7 +157,7 @@ def _within(gateway: Any, kind: str, payload: Any, provider: str | None, remaini
     nothing left the answer is deadline_exceeded, a clean error."""
     if remaining_s < client.MIN_DEADLINE_S:  # below what a request may ask for: nothing left to run
         from ..core.gateway import error_result  # the in-process path: the core is loaded already
-        from ..errors import DEADLINE_EXCEEDED, GatewayError
+        from ..model.errors import DEADLINE_EXCEEDED, GatewayError
 
         rid = payload.get("request_id") if isinstance(payload, dict) else None
         return error_result(kind, GatewayError("the deadline ran out while the daemon failed to answer",

@@ -577,7 +577,7 @@ def _serve_settings() -> tuple[str, int, float]:
     """host, port, idle_exit_min from the config; a broken config serves on the defaults
     (the gateway then answers config_error, exactly as in-process)."""
     from ..config.settings import ServeSettings, load_config
-    from ..errors import ConfigError
+    from ..model.errors import ConfigError
 
     try:
         serve = load_config().serve

@@ -21,9 +21,9 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..core.gateway import Gateway, freeze_heap
-from ..errors import INVALID_REQUEST
 from ..logs import LOGGER, printable, request_id_var
-from ..model import DecideRequest, JudgeRequest
+from ..model.errors import INVALID_REQUEST
+from ..model.requests import DecideRequest, JudgeRequest
 from .mcp import McpFace, transport_security
 from .prometheus import Metrics, Observed, face_var
 from .routes import REF, add_routes, guard_responses

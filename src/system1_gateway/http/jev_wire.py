@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from .. import bounded_json
-from ..errors import (
+from ..logs import LOGGER
+from ..model.errors import (
     ALL_COOLING,
     CONFIG_ERROR,
     DEADLINE_EXCEEDED,
@@ -40,8 +41,7 @@ from ..errors import (
     PROVIDER_ERROR,
     PROVIDER_TIMEOUT,
 )
-from ..logs import LOGGER
-from ..model import JudgeRequest
+from ..model.requests import JudgeRequest
 
 __all__ = ["router", "WireError", "read_body", "to_judge", "to_jev", "failure_status", "models_list",
            "choice_confidence", "score_confidence", "WATERFALL_MODELS"]

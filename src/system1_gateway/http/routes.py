@@ -1,6 +1,6 @@
 """The native routes (/v1/judge, /v1/decide, /v1/status, /v1/health, /healthz, /metrics).
 
-The request and response models of /openapi.json are model.py's and results.py's, so the
+The request and response models of /openapi.json are model/requests.py's and results.py's, so the
 OpenAPI is generated; the body is read raw and validated by the gateway itself (one
 validator, one message format), never by FastAPI. Gateway calls block (engines, SQLite): they
 run in worker threads, so requests are served concurrently."""
@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from .. import __version__, bounded_json
 from ..core.gateway import Gateway, error_result
-from ..errors import (
+from ..model.errors import (
     ALL_COOLING,
     CONFIG_ERROR,
     DEADLINE_EXCEEDED,
@@ -30,8 +30,8 @@ from ..errors import (
     PROVIDER_TIMEOUT,
     InvalidRequest,
 )
-from ..model import DecideRequest, JudgeRequest
-from ..results import DecideResponse, HealthResult, JudgeResult, StatusResult
+from ..model.requests import DecideRequest, JudgeRequest
+from ..model.results import DecideResponse, HealthResult, JudgeResult, StatusResult
 from .prometheus import CONTENT_TYPE
 from .security import AUTHENTICATED, HttpError
 

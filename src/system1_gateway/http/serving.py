@@ -18,8 +18,8 @@ from fastapi import FastAPI
 from ..addresses import http_url, is_loopback
 from ..config.settings import Config, load_config
 from ..core.gateway import Gateway
-from ..errors import ConfigError
 from ..logs import LOGGER, configure
+from ..model.errors import ConfigError
 from .app import create_app
 from .connections import protocol, quiet_accept_errors
 from .security import MIN_KEY_LENGTH, loopback_hosts

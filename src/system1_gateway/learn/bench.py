@@ -105,7 +105,7 @@ def ask_all(items: list[dict[str, Any]], providers: list[str], cache: Cache, thr
 
     from ..config.settings import load_config
     from ..daemon import dispatch
-    from ..model import answer_labels, parse_judge
+    from ..model.requests import answer_labels, parse_judge
 
     config = load_config()
     rows, failed = [], 0
@@ -291,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]bench:[/red] {exc}")
         return EXIT_INVALID
     except Exception as exc:  # a config or --providers error: say it, no trace
-        from ..errors import GatewayError
+        from ..model.errors import GatewayError
 
         if not isinstance(exc, GatewayError):
             raise

@@ -57,7 +57,7 @@ def _from_labels_file(path: Path) -> tuple[list[tuple[Any, dict[str, Any], str, 
 
 
 def _labels(question: Any) -> list[str]:
-    from ..model import answer_labels
+    from ..model.requests import answer_labels
 
     return answer_labels(question)
 
@@ -79,7 +79,7 @@ def raw_answers(rows: list[tuple[Any, dict[str, Any], str, str]], provider: str 
     Returns one record per answered row and the errors."""
     from ..config.settings import load_config
     from ..daemon import dispatch
-    from ..model import parse_judge
+    from ..model.requests import parse_judge
 
     by_state: dict[str, list[int]] = {}
     for i, (state, *_rest) in enumerate(rows):

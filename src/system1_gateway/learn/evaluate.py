@@ -280,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]evaluate:[/red] {exc}")
         return EXIT_INVALID
     except Exception as exc:  # e.g. a config or --provider error: say it, no trace
-        from ..errors import GatewayError
+        from ..model.errors import GatewayError
 
         if not isinstance(exc, GatewayError):
             raise

@@ -31,8 +31,8 @@ def read_labels(path: Path) -> tuple[dict[str, Group], list[str]]:
     """Groups of valid lines by question, and one message per rejected line (file:line: why)."""
     from pydantic import ValidationError
 
-    from ..model import describe_validation_error, parse_judge
-    from ..render import render
+    from ..model.render import render
+    from ..model.requests import describe_validation_error, parse_judge
 
     groups: dict[str, Group] = {}
     rejected: list[str] = []

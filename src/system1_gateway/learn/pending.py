@@ -128,7 +128,7 @@ def from_jsonl(requests: Path, results: Path | None = None) -> Iterator[Item]:
 
 
 def _labels_of(question: dict[str, Any]) -> list[str] | None:
-    from ..model import answer_labels, parse_judge
+    from ..model.requests import answer_labels, parse_judge
 
     try:
         return answer_labels(parse_judge({"state": "x", "questions": {"q": question}}).questions["q"])

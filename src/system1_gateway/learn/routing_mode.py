@@ -54,7 +54,7 @@ def _state(path: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from ..config.edit import write_routing_mode
-    from ..errors import ConfigError, GatewayError
+    from ..model.errors import ConfigError, GatewayError
     from ..paths import config_path
     from ..routing import gate
 

@@ -82,7 +82,7 @@ def zero_shot(groups: list[Group], progress: Any = None) -> dict[str, np.ndarray
     cannot answer, e.g. undescribed options without the accurate tier)."""
     from ..config.settings import Config, GatewaySettings, load_config
     from ..core.gateway import Gateway
-    from ..errors import ConfigError
+    from ..model.errors import ConfigError
     from ..providers.embedded import EmbeddedProvider, EmbeddedSettings
 
     try:

@@ -9,7 +9,7 @@ import importlib
 import importlib.util
 from typing import Any
 
-from ..errors import ConfigError
+from ..model.errors import ConfigError
 
 KINDS: dict[str, str] = {
     "embedded": "system1_gateway.providers.embedded:EmbeddedProvider",

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import ConfigError
-from ..model import JudgeRequest, describe_validation_error
+from ..model.errors import ConfigError
+from ..model.requests import JudgeRequest, describe_validation_error
 
 ALL_TYPES = frozenset({"noul", "choice", "score"})
 

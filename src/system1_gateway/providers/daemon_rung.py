@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 
 from ..daemon import client
 from ..daemon import files as daemon_files
-from ..errors import ConfigError, MalformedAnswer, ProviderFailure, ProviderTimeout
-from ..model import JudgeRequest
+from ..model.errors import ConfigError, MalformedAnswer, ProviderFailure, ProviderTimeout
+from ..model.requests import JudgeRequest
 from .base import BaseProvider, Credentials, Health, Reply
 
 

@@ -28,7 +28,7 @@ import re
 import time
 from typing import Any, Mapping
 
-from ..errors import MalformedAnswer, ProviderFailure, ProviderTimeout, scrub
+from ..model.errors import MalformedAnswer, ProviderFailure, ProviderTimeout, scrub
 
 QUOTA_WORDS = re.compile(r"credit|quota|balance|billing|insufficient[_ ]funds|payment required", re.I)
 MODEL_WORDS = re.compile(r"\bmodel|checkpoint", re.I)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from ..errors import ConfigError
 from ..logs import LOGGER
+from ..model.errors import ConfigError
 from .base import parse_settings
 from .systemone import SystemOneProvider, SystemOneSettings
 

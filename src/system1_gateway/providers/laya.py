@@ -25,9 +25,9 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import Field
 
-from ..errors import MalformedAnswer, ProviderFailure
-from ..model import JudgeRequest
-from ..render import render
+from ..model.errors import MalformedAnswer, ProviderFailure
+from ..model.render import render
+from ..model.requests import JudgeRequest
 from .base import Credentials, Health, Limits, Reply, parse_settings
 from .deadline_http import within
 from .systemone import SystemOneProvider, SystemOneSettings

@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from ..errors import ProviderFailure, ProviderTimeout
-from ..model import JudgeRequest
+from ..model.errors import ProviderFailure, ProviderTimeout
+from ..model.requests import JudgeRequest
 from .base import BaseProvider, Health, Limits, Reply, RungSettings, parse_settings
 
 MALFORMED_KINDS = (

@@ -32,9 +32,9 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import Field
 
-from ..errors import MalformedAnswer, ProviderFailure
-from ..model import JudgeRequest
-from ..render import render
+from ..model.errors import MalformedAnswer, ProviderFailure
+from ..model.render import render
+from ..model.requests import JudgeRequest
 from .base import Health, Limits, Reply, parse_settings
 from .embedded.prompts import holds_turn_markers, neutralise
 from .systemone import SystemOneProvider, SystemOneSettings

@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from ..errors import MalformedAnswer, ProviderFailure, ProviderTimeout
-from ..model import JudgeRequest
-from ..render import render
+from ..model.errors import MalformedAnswer, ProviderFailure, ProviderTimeout
+from ..model.render import render
+from ..model.requests import JudgeRequest
 from .base import (
     MAX_RESPONSE_BYTES,
     BaseProvider,

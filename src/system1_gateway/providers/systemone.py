@@ -30,8 +30,8 @@ from pydantic import Field, field_validator
 from .. import bounded_json
 from ..addresses import is_loopback
 from ..config.settings import CREDENTIAL_KEYS as SECRET_KEYS
-from ..errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
-from ..model import JudgeRequest
+from ..model.errors import ConfigError, MalformedAnswer, MissingCredentials, ProviderFailure, ProviderTimeout
+from ..model.requests import JudgeRequest
 from .base import (
     MAX_RESPONSE_BYTES,
     BaseProvider,

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import httpx
 
-from ..errors import ProviderFailure
-from ..model import JudgeRequest
+from ..model.errors import ProviderFailure
+from ..model.requests import JudgeRequest
 from .base import Reply, parse_settings
 from .failures import error_message
 from .systemone import SystemOneProvider, SystemOneSettings

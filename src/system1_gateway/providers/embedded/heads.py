@@ -160,7 +160,7 @@ def word_features(text: str) -> tuple[np.ndarray, np.ndarray]:
 def option_texts(question: Any) -> list[str]:
     """What each label means, in label order, for the similarity features: the option's
     description, else its label (a bare yes/no question: "yes" / "no")."""
-    from ...render import render
+    from ...model.render import render
 
     if question.type == "noul":
         crit = question.criteria or {}
@@ -328,7 +328,7 @@ def softmax(z: np.ndarray) -> np.ndarray:
 
 
 def labels_of(question: Any) -> list[str]:
-    from ...model import answer_labels
+    from ...model.requests import answer_labels
 
     return answer_labels(question)
 

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import bounded_json
+from ...model.render import render
 from ...paths import write_atomic
-from ...render import render
 
 # Bump when the reference texts or the scoring that produces the reference change.
 VERSION = "definitions-1"

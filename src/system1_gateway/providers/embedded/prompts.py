@@ -26,8 +26,8 @@ import json
 import re
 from typing import Any
 
-from ...model import Question
-from ...render import render
+from ...model.render import render
+from ...model.requests import Question
 
 
 class Special(str):

@@ -9,11 +9,11 @@ import threading
 import time
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, ProviderFailure, ProviderTimeout
 from ...logs import LOGGER
-from ...model import JudgeRequest, answer_labels
+from ...model.errors import ConfigError, ProviderFailure, ProviderTimeout
+from ...model.render import render
+from ...model.requests import JudgeRequest, answer_labels
 from ...paths import state_dir
-from ...render import render
 from ..base import BaseProvider, Health, Limits, Reply, parse_settings
 from . import assets, prompts
 from .prepare import Preparer
@@ -123,8 +123,8 @@ class EmbeddedProvider(BaseProvider):
     def _warm_heads(self, store: Any) -> None:
         """Head files read and checked, the built-ins' option embeddings cached and the
         encoder run once: the first built-in request costs what every later one does."""
-        from ... import builtins as registry
-        from ...model import parse_judge
+        from ...model import builtins as registry
+        from ...model.requests import parse_judge
         from .heads import option_texts
 
         engine = self._fast_engine()

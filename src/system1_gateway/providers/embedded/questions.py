@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...render import render
+from ...model.render import render
 
 
 def describable(question: Any) -> bool:

@@ -1,6 +1,6 @@
 """Result models: the JSON Schemas of what the gateway returns (docs/requests.md).
 
-Results are built as plain dicts on the hot path (core.py); these models only describe them,
+Results are built as plain dicts on the hot path (core/gateway.py); these models only describe them,
 for `capabilities` and for the tests, which validate every result against them. Kept apart
 from the request models so the request path does not pay for building them.
 """
@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from .model import DecideRequest, JudgeRequest
+from .requests import DecideRequest, JudgeRequest
 
 Probability = Annotated[float, Field(ge=0, le=1)]
 
