@@ -179,7 +179,7 @@ def test_no_provider_knows_a_face_the_core_or_the_dispatch(name):
 
 
 def test_the_core_knows_no_face():
-    for name in (*_package("core"), f"{PKG}.structured"):
+    for name in _package("core"):
         assert not (_reach(name) & FACES), (name, sorted(_reach(name) & FACES))
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import structured, toggle
+from .. import toggle
 from ..config.settings import Config, load_config
 from ..logs import LOGGER, request_id_var
 from ..model.errors import INTERNAL_ERROR, ConfigError, GatewayError, InvalidRequest
@@ -32,7 +32,7 @@ from ..model.requests import (
 )
 from ..providers.base import BaseProvider
 from ..store import Cooling, StateStore, open_store
-from . import audit, overrides, reports
+from . import audit, overrides, reports, structured
 from .calibration import Calibration
 from .chain import NO_USAGE, Chain, Rungs, cooling, ms
 

@@ -75,7 +75,7 @@ def certain(plan: Plan) -> bool:
 
 def ruled(command: str, threshold: float) -> dict[str, Any] | None:
     """The answer the core gives a shell command the rules decide alone (every part ruled, or
-    a part ruled destructive: structured.py `run` with no engine walk), computed with no
+    a part ruled destructive: core/structured.py `run` with no engine walk), computed with no
     engine and no request; None when a part needs the engine or the text may be a JSON tool
     call (judged whole by the engine as well). For a caller that has the rules loaded and
     would rather not ask the daemon: the guard in the plugin's hook server."""

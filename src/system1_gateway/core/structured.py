@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import bounded_json
-from .core.chain import NO_USAGE, Outcome
-from .model import builtins
-from .model.requests import JudgeRequest
+from .. import bounded_json
+from ..model import builtins
+from ..model.requests import JudgeRequest
+from .chain import NO_USAGE, Outcome
 
 # {wording hash: version} of every version of the `destructive` built-in
 DESTRUCTIVE_VERSIONS = {b.hash: b.version for b in (builtins.BUILTINS["destructive"], *builtins.EARLIER)
@@ -26,7 +26,7 @@ PART_QID = "destructive"
 
 def warm() -> None:
     """Load the shell grammar and the rules now (a daemon's start), not on the first command."""
-    from .shell import structure
+    from ..shell import structure
 
     structure.warm()
 
@@ -45,7 +45,7 @@ def run(request: JudgeRequest, qids: list[str], walk: Callable[[JudgeRequest], O
     """Answer `request` (its `qids` by parts); `walk` runs the chain on a request under the
     request's deadline. Errors as the chain reports them: a walk that fails fails the request,
     unless a rule already found a destructive part (then no engine answer could change it)."""
-    from .shell import structure
+    from ..shell import structure
 
     versions = {DESTRUCTIVE_VERSIONS[request.questions[qid].wording_hash()] for qid in qids}
     if len(versions) > 1:  # both versions in one request (rare): each read under its own rules
@@ -89,7 +89,7 @@ def run(request: JudgeRequest, qids: list[str], walk: Callable[[JudgeRequest], O
 
 
 def _plan(request: JudgeRequest, version: int) -> Any:
-    from .shell import structure
+    from ..shell import structure
 
     document = _json_document(request.state)  # type: ignore[arg-type]
     return (structure.plan_tool_call(document, request.state, version) if document is not None  # type: ignore[arg-type]
@@ -101,7 +101,7 @@ def engine_requests(request: JudgeRequest) -> list[JudgeRequest]:
     request itself, or, for the `destructive` built-in about a command, each part the rules
     leave to the engine (and the request's other questions about the whole state). The batch
     path computes their embeddings ahead in one go (core.Gateway.prefetch)."""
-    from .shell import structure
+    from ..shell import structure
 
     qids = shell_questions(request)
     if not qids:
