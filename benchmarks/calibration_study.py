@@ -224,7 +224,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=RAW)
     ap.add_argument("--raw", type=Path, default=RAW)
     ap.add_argument("--png", type=Path, default=ROOT / "docs" / "studies")
-    ap.add_argument("--write", type=Path, help="shipped: write the fits here (src/system1_gateway/calibration.json)")
+    ap.add_argument("--write", type=Path, help="shipped: write the fits here (src/system1_gateway/core/calibration.json)")
     args = ap.parse_args()
     if args.what == "collect":
         collect(args.out)

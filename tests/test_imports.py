@@ -72,7 +72,7 @@ def test_cli_fast_path_through_a_daemon_imports_the_stdlib_only(write_config, st
 
 
 def test_client_module_is_stdlib_only(tmp_path):
-    script = ("import sys\nimport system1_gateway.client\n"
+    script = ("import sys\nimport system1_gateway.daemon.client\n"
               f"print(','.join(sorted(m for m in {FAST_HEAVY!r} if m in sys.modules)))\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env={"SYSTEM1_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
