@@ -28,9 +28,13 @@ Reproduce (a venv outside the repository; torch's CPU wheel):
     export HF_HUB_OFFLINE=1
     /work/ft-venv/bin/python scripts/finetune_study.py --base --out /work/ft-out/base
     /work/ft-venv/bin/python scripts/finetune_study.py --layers 1 --out /work/ft-out/L1
-    /work/ft-venv/bin/python scripts/finetune_study.py --layers 2 --out /work/ft-out/L2
+    /work/ft-venv/bin/python scripts/finetune_study.py --layers 2 --lr 1e-4 --head-c 1 --out /work/ft-out/L2
     for v in base L1 L2; do /work/ft-venv/bin/python scripts/reader_study.py --no-dev-cv \\
         --variants +words --cache /work/ft-out/$v --out /work/ft-out/$v/reader.json; done
+
+The L2 run's settings: `--layers 2 --lr 1e-4 --head-c 1` (L1 is the defaults). Optionally,
+int8: `--export --out /work/ft-out/$v` (ONNX, quantize_dynamic per-channel, a cache in
+/work/ft-out/$v/int8), then reader_study.py on that cache.
 """
 
 from __future__ import annotations
